@@ -1,0 +1,96 @@
+"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import SPEC_ERROR_EXIT, SpecError
+
+
+def _report_errors(errors: list[SpecError]) -> int:
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    noun = "spec has" if len(errors) == 1 else "specs have"
+    print(f"nothing written: {len(errors)} {noun} errors", file=sys.stderr)
+    return SPEC_ERROR_EXIT
+
+
+def cmd_build(args) -> int:
+    from .build import BuildErrors, CompileFailure, build
+
+    try:
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs)
+    except BuildErrors as exc:
+        return _report_errors(exc.errors)
+    except CompileFailure as exc:
+        print(f"error: {exc}\nnothing written", file=sys.stderr)
+        return 1
+    failing = 0
+    for b in built:
+        p = b.plan
+        m = p.ledger_tokens
+        fused, unfused = p.ledger.fused_bytes(m) / 1e6, p.ledger.unfused_bytes(m) / 1e6
+        passed = sum(c.ok for c in b.checks)
+        s = p.schedule
+        print(
+            f"{p.name:<32} {s.variant:<8} {s.threads:>4} thr × {s.vector_bytes:>2} B  "
+            f"ledger@{m}: {fused:7.1f} MB fused / {unfused:7.1f} MB unfused ({unfused / fused:4.2f}×)  "
+            f"CUDA checks {passed}/{len(b.checks)}  {'written' if b.changed else 'unchanged'}"
+        )
+        for check in b.checks:
+            if not check.ok:
+                failing += 1
+                print(f"    ✗ {check.name}: {check.detail}")
+    print(f"{len(built)} kernel(s) in {args.out}/" + (f"; {failing} CUDA check(s) failed" if failing else ""))
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from .build import _plan_one, display_path
+    from .plan import plan_as_dict
+    from .spec import load_spec
+
+    try:
+        spec, text = load_spec(Path(args.spec))
+        p = _plan_one(spec, text, display_path(Path(args.spec)))
+    except SpecError as exc:
+        return _report_errors([exc])
+    if args.json:
+        print(json.dumps(plan_as_dict(p), indent=2, sort_keys=True))
+        return 0
+    from .describe import describe_plan
+
+    print(describe_plan(p))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
+    sub = root.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
+    b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
+    b.add_argument("--out", default="generated", help="output directory (default: generated)")
+    b.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    b.set_defaults(func=cmd_build)
+    p = sub.add_parser("plan", help="print the plan of one spec")
+    p.add_argument("spec")
+    p.add_argument("--json", action="store_true", help="the plan as JSON (what plan.json holds)")
+    p.set_defaults(func=cmd_plan)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

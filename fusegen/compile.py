@@ -1,0 +1,35 @@
+"""Compiling a generated kernel module for sm_90a (works without a GPU) and returning its CUDA."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def import_file(path: Path, module_name: str):
+    """Imports a generated module from its file; TileLang reads the kernel's source text through it."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cuda_source(kernel_py: Path) -> str:
+    """Compiles kernel.py's program for its target and returns the device CUDA TileLang produced."""
+    import tilelang
+
+    module = import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}")
+    compiled = tilelang.compile(module.program(), target=module.TARGET)
+    return compiled.get_kernel_source()
+
+
+def import_package(directory: Path, package_name: str):
+    """Imports a generated kernel directory as a package (its reference imports `.kernel`)."""
+    spec = importlib.util.spec_from_file_location(
+        package_name, directory / "__init__.py", submodule_search_locations=[str(directory)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package_name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,94 @@
+"""Reads the CUDA TileLang produced and checks what the seed's step 3 asks: wide row loads and stores,
+a vectorized sum of squares, contiguous RoPE accesses, a paired (not scalar) fp8 convert, and a row
+fragment that is not silently replicated across threads."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .model import DTYPE_BYTES, Plan
+
+_VECTOR_BYTES = {
+    "uint4": 16, "float4": 16, "int4": 16, "ulonglong2": 16, "longlong2": 16,
+    "uint2": 8, "float2": 8, "int2": 8, "ulonglong1": 8,
+    "uint1": 4, "float1": 4, "int1": 4, "unsigned int": 4, "half2": 4, "bfloat162": 4,
+}
+_FP8_VECTOR = re.compile(r"fp8_e[45]_(\d+)_t")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _width(type_name: str) -> int:
+    fp8 = _FP8_VECTOR.fullmatch(type_name)
+    return int(fp8.group(1)) if fp8 else _VECTOR_BYTES.get(type_name, 0)
+
+
+def global_access_widths(source: str, param: str) -> tuple[list[int], int]:
+    """Byte widths of vector accesses to a global tensor, and the count of scalar `Param[...]` accesses."""
+    vector = [_width(t) for t in re.findall(r"\*\(([A-Za-z0-9_ ]+)\*\)\(" + param + r" \+", source)]
+    scalar = len(re.findall(r"(?<![A-Za-z0-9_])" + param + r"\[", source))
+    return vector, scalar
+
+
+def _row_access(source: str, param: str, expected: int, what: str) -> Check:
+    widths, scalar = global_access_widths(source, param)
+    narrowest = min(widths) if widths else 0
+    ok = bool(widths) and narrowest >= expected and scalar == 0
+    if scalar:
+        detail = f"{scalar} scalar access(es) to {param}"
+    elif not widths:
+        detail = f"no vector access to {param} found"
+    else:
+        detail = f"{len(widths)} access(es), narrowest {narrowest} B (plan expects {expected} B)"
+    return Check(f"{what} {param} vectorized", ok, detail)
+
+
+def _fragment_vector_store(source: str, fragment: str, what: str, expected_floats: int) -> Check:
+    widths = [_width(t) // 4 for t in re.findall(r"\*\((float\d)\*\)\(" + fragment + r" \+", source)]
+    ok = bool(widths) and min(widths) >= expected_floats
+    detail = f"float{min(widths)} writes" if widths else f"no vector writes to {fragment}"
+    return Check(what, ok, detail)
+
+
+def check_cuda(plan: Plan, source: str) -> list[Check]:
+    s = plan.schedule
+    checks = [_row_access(source, "X", s.vector_bytes, "row loads")]
+    if plan.writes_y:
+        checks.append(_row_access(source, "Y", s.vector_bytes, "row stores"))
+    float_vector = min(4, s.vector_elems)
+    kinds = {stage.kind for stage in plan.stages}
+    if "rmsnorm" in kinds:
+        checks.append(_fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", float_vector))
+    if "layernorm" in kinds:
+        checks.append(_fragment_vector_store(source, "centered_sq", "centred squares vectorized", float_vector))
+    if "rope" in kinds:
+        span = re.findall(r"\*\((float\d)\*\)\(\(\(float\*\)rope_span\)", source)
+        checks.append(
+            Check(
+                "RoPE span accesses contiguous",
+                bool(span) and all(t != "float1" for t in span),
+                f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
+            )
+        )
+    if "quant_fp8" in kinds:
+        paired = "__nv_cvt_float2_to_fp8x2" in source
+        scalar = len(re.findall(r"__nv_cvt_float_to_fp8\(", source))
+        checks.append(Check("fp8 convert paired", paired and not scalar, f"paired converts: {paired}, scalar converts: {scalar}"))
+        checks.append(_row_access(source, "Q", min(16, s.vector_elems * DTYPE_BYTES["float8_e4m3fn"]), "fp8 stores"))
+    fragment = {"fragment": "row", "splitk": "chunk"}.get(s.variant)
+    if fragment:
+        declared = re.search(r"float " + fragment + r"\[(\d+)\];", source)
+        size = int(declared.group(1)) if declared else None
+        checks.append(
+            Check(
+                "row fragment not replicated",
+                size == s.elems_per_thread,
+                f"{size} floats per thread (plan: {s.elems_per_thread})",
+            )
+        )
+    return checks

@@ -1,0 +1,174 @@
+"""Plan data: plain frozen dataclasses, printable as JSON. No TileLang, no text generation here."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Bytes per element of every dtype a kernel reads or writes.
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+TORCH_DTYPE = {
+    "float16": "torch.float16",
+    "bfloat16": "torch.bfloat16",
+    "float32": "torch.float32",
+    "float8_e4m3fn": "torch.float8_e4m3fn",
+    "float8_e5m2": "torch.float8_e5m2",
+}
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A tensor extent: a number, or the dynamic token count `m`, or `m` times a number of columns."""
+
+    tokens: bool = False
+    size: int = 1
+
+    def render(self, m: str) -> str:
+        if self.tokens:
+            return m if self.size == 1 else f"{m} * {self.size}"
+        return str(self.size)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A kernel argument in global memory."""
+
+    param: str  # name in the TileLang signature (CamelCase)
+    arg: str  # name in the Python call (snake_case)
+    dtype: str
+    shape: tuple[Dim, ...]
+    role: str  # "input" | "output"
+    doc: str
+
+    def bytes_per_token(self) -> int:
+        if not any(d.tokens for d in self.shape):
+            return 0
+        count = 1
+        for d in self.shape:
+            count *= d.size
+        return count * DTYPE_BYTES[self.dtype]
+
+    def fixed_bytes(self) -> int:
+        if any(d.tokens for d in self.shape):
+            return 0
+        count = 1
+        for d in self.shape:
+            count *= d.size
+        return count * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """On-chip storage a stage allocates: registers (fragment) or shared memory."""
+
+    name: str
+    scope: str  # "fragment" | "shared"
+    shape: tuple[int, ...]
+    dtype: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Reduction:
+    name: str
+    op: str  # sum | max | absmax
+    source: str
+    result: str
+    axis: str  # "row" or "group of N columns"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one block covers its rows: everything an op fragment needs to index the row."""
+
+    block_m: int
+    hidden: int
+    padded_hidden: int
+    threads: int
+    vector: int  # elements per vector access
+
+    @property
+    def pads_columns(self) -> bool:
+        return self.padded_hidden != self.hidden
+
+
+@dataclass(frozen=True)
+class Schedule:
+    variant: str  # fragment | naive | splitk
+    block_m: int
+    threads: int
+    vector_elems: int
+    vector_bytes: int
+    padded_hidden: int
+    elems_per_thread: int
+    blk_k: int | None
+    register_estimate: int
+    reasons: tuple[str, ...]
+
+    def layout(self, hidden: int) -> Layout:
+        columns = self.blk_k if self.variant == "splitk" else self.padded_hidden
+        return Layout(self.block_m, hidden, columns, self.threads, self.vector_elems)
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    kernel: str  # the op run alone, or "fused"
+    tensor: str
+    direction: str  # read | write
+    bytes_per_token: int
+    fixed_bytes: int
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Lower bound on DRAM traffic: every input read once, every output written once."""
+
+    fused: tuple[LedgerLine, ...]
+    unfused: tuple[LedgerLine, ...]
+
+    @staticmethod
+    def _total(lines, tokens: int) -> int:
+        return sum(line.bytes_per_token * tokens + line.fixed_bytes for line in lines)
+
+    def fused_bytes(self, tokens: int) -> int:
+        return self._total(self.fused, tokens)
+
+    def unfused_bytes(self, tokens: int) -> int:
+        return self._total(self.unfused, tokens)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One op of the chain as the planner placed it; `params` holds the op's own settings."""
+
+    index: int
+    kind: str
+    summary: str
+    params: dict = field(default_factory=dict)
+    inputs: tuple[Tensor, ...] = ()
+    outputs: tuple[Tensor, ...] = ()
+    scratch: tuple[Scratch, ...] = ()
+    reductions: tuple[Reduction, ...] = ()
+    decisions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    identity: str  # name + content hash: cache key, directory, test id
+    spec_file: str
+    fusegen_version: str
+    dtype: str
+    hidden: int
+    tokens: int | None
+    stages: tuple[Stage, ...]
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    scratch: tuple[Scratch, ...]
+    schedule: Schedule
+    ledger: Ledger
+    ledger_tokens: int
+    writes_y: bool
+    spec: dict  # the validated spec, canonical JSON form (variants for tests are derived from it)
+
+    @property
+    def layout(self) -> Layout:
+        return self.schedule.layout(self.hidden)

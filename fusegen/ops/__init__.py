@@ -1,0 +1,59 @@
+"""The op registry. Each op is one module holding its spec model, plan stage, TileLang fragment,
+torch reference and ledger bytes; registering it is the one line at the bottom of that module plus
+its import below."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+# Order a chain must follow: at most one op of each kind, in increasing rank. Normalising first,
+# rotating the normalised value, quantising last is the only order in which each stage's input is
+# what the next expects (quantised values cannot be normalised or rotated).
+RANK_NORM, RANK_ROTATE, RANK_QUANT = 0, 1, 2
+RANK_NAMES = {RANK_NORM: "normalization (rmsnorm | layernorm)", RANK_ROTATE: "rope", RANK_QUANT: "quant_fp8"}
+
+
+class OpSpec(BaseModel):
+    """Base of every op's spec model: unknown keys are errors, values are checked strictly."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+@dataclass(frozen=True)
+class ChainContext:
+    """What an op sees of the rest of the spec when it plans and validates itself."""
+
+    dtype: str
+    hidden: int
+    block_m: int
+    padded_hidden: int
+    outputs: dict  # output name -> requested (bool)
+    transforms_before: bool  # an op before this one changes the row
+
+
+@dataclass(frozen=True)
+class OpDef:
+    kind: str
+    spec: type[OpSpec]
+    rank: int
+    transforms_row: bool  # writes a new row value (norm, rope) rather than side outputs only
+    check: Callable  # (op_spec, ChainContext) -> list[(key, message)]
+    plan: Callable  # (op_spec, index, ChainContext) -> Stage
+    emit_kernel: Callable  # (Stage, KernelFrame) -> list[str]
+    emit_reference: Callable  # (Stage, ReferenceFrame-like dict) -> list[str]
+    columns_multiple_of: Callable = lambda op: 1  # op_spec -> the padded row must be a multiple of this
+    whole_kernel_variants: dict = field(default_factory=dict)  # variant -> (Stage, KernelFrame) -> lines
+    output_flags: tuple[str, ...] = ()  # [outputs] keys this op may set
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    REGISTRY[op.kind] = op
+    return op
+
+
+from . import layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)

@@ -1,0 +1,127 @@
+"""LayerNorm: mean = Σx/N, var = Σ(x − mean)²/N, rstd = rsqrt(var + eps), v = (x − mean)·rstd·w + b."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..codegen import KernelFrame, literal
+from ..model import Dim, Reduction, Scratch, Stage, Tensor
+from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
+from .rmsnorm import rstd_tensor, weight_tensor
+
+
+class LayerNormSpec(OpSpec):
+    kind: Literal["layernorm"]
+    eps: float = Field(default=1e-5, gt=0.0, le=1.0)
+    weight: bool = True
+    bias: bool = True
+
+
+def check(op: LayerNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    return []
+
+
+def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
+    inputs = []
+    if op.weight:
+        inputs.append(weight_tensor(ctx.dtype, ctx.hidden))
+    if op.bias:
+        inputs.append(Tensor("Bias", "bias", ctx.dtype, (Dim(size=ctx.hidden),), "input", "per-column shift b"))
+    outputs = []
+    if ctx.outputs.get("mean"):
+        outputs.append(Tensor("Mean", "mean", "float32", (Dim(tokens=True),), "output", "row mean"))
+    if ctx.outputs.get("rstd"):
+        outputs.append(rstd_tensor())
+    shape = (ctx.block_m, ctx.padded_hidden)
+    return Stage(
+        index=index,
+        kind="layernorm",
+        summary=f"LayerNorm(eps={op.eps!r}, weight={op.weight}, bias={op.bias})",
+        params={
+            "eps": op.eps,
+            "weight": op.weight,
+            "bias": op.bias,
+            "writes_mean": ctx.outputs.get("mean", False),
+            "writes_rstd": ctx.outputs.get("rstd", False),
+        },
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        scratch=(
+            Scratch("centered_sq", "fragment", shape, "float32", "(x − mean)² per column before the variance sum"),
+            Scratch("mean", "fragment", (ctx.block_m,), "float32", "row mean, replicated across the row's threads"),
+            Scratch("rstd", "fragment", (ctx.block_m,), "float32", "reciprocal standard deviation per row"),
+        ),
+        reductions=(
+            Reduction("row sum", "sum", "row", "mean", "row"),
+            Reduction("centered sum of squares", "sum", "centered_sq", "rstd", "row"),
+        ),
+        decisions=(
+            "variance from the centred values held in registers (two reductions, one read of x): exact where "
+            "E[x²] − mean² would cancel catastrophically for rows with a large mean",
+        ),
+    )
+
+
+def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    bm, cols, n = frame.bm, frame.columns, frame.hidden
+    centered = "row[i, j] - mean[i]"
+    if frame.layout.pads_columns:
+        # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance.
+        centered = f"T.if_then_else(j < {n}, row[i, j] - mean[i], 0.0)"
+    affine = "row[i, j] * rstd[i]"
+    if stage.params["weight"]:
+        affine += f" * {frame.column_param('Weight')}"
+    if stage.params["bias"]:
+        affine += f" + {frame.column_param('Bias')}"
+    lines = [
+        f'centered_sq = T.alloc_fragment(({bm}, {cols}), "float32")',
+        f'mean = T.alloc_fragment(({bm},), "float32")',
+        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        "T.reduce_sum(row, mean, dim=1)",
+        f"for i in T.Parallel({bm}):",
+        f"    mean[i] = mean[i] / {n}",
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        f"    row[i, j] = {centered}",
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        "    centered_sq[i, j] = row[i, j] * row[i, j]",
+        "T.reduce_sum(centered_sq, rstd, dim=1)",
+        f"for i in T.Parallel({bm}):",
+        f"    rstd[i] = T.rsqrt(rstd[i] / {n} + {literal(stage.params['eps'])})",
+    ]
+    if stage.params["writes_mean"]:
+        lines += frame.store_per_row("Mean", "mean[i]")
+    if stage.params["writes_rstd"]:
+        lines += frame.store_per_row("Rstd", "rstd[i]")
+    lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    row[i, j] = {affine}"]
+    return lines
+
+
+def emit_reference(stage: Stage, hidden: int) -> list[str]:
+    p = stage.params
+    lines = [
+        "mean = v.mean(dim=-1, keepdim=True)",
+        "centered = v - mean",
+        f"rstd = torch.rsqrt(centered.square().mean(dim=-1, keepdim=True) + {literal(p['eps'])})",
+        "v = centered * rstd" + (" * weight.float()" if p["weight"] else "") + (" + bias.float()" if p["bias"] else ""),
+    ]
+    if p["writes_mean"]:
+        lines.append('out["mean"] = mean.squeeze(-1)')
+    if p["writes_rstd"]:
+        lines.append('out["rstd"] = rstd.squeeze(-1)')
+    return lines
+
+
+OP = register(
+    OpDef(
+        kind="layernorm",
+        spec=LayerNormSpec,
+        rank=RANK_NORM,
+        transforms_row=True,
+        check=check,
+        plan=plan,
+        emit_kernel=emit_kernel,
+        emit_reference=emit_reference,
+        output_flags=("mean", "rstd"),
+    )
+)

@@ -1,0 +1,158 @@
+"""FP8 quantisation per group of consecutive columns (or per token):
+scale = max(amax|v|, amax_floor) / fp8_max (ue8m0: rounded up to a power of two),
+q = fp8(clamp(v / scale, −fp8_max, fp8_max)); Scale is float32 (M, hidden / group_size)."""
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field
+
+from ..codegen import KernelFrame, literal
+from ..model import Dim, Reduction, Scratch, Stage, Tensor
+from . import RANK_QUANT, ChainContext, OpDef, OpSpec, register
+
+FP8_MAX = {"e4m3fn": 448.0, "e5m2": 57344.0}
+FP8_DTYPE = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+# Groups narrower than this would give each thread less than one 8-byte fp8 store.
+MIN_GROUP = 8
+
+
+class QuantFP8Spec(OpSpec):
+    kind: Literal["quant_fp8"]
+    group_size: Union[int, Literal["token"]] = "token"
+    fp8: Literal["e4m3fn", "e5m2"] = "e4m3fn"
+    scale: Literal["fp32", "ue8m0"] = "fp32"
+    amax_floor: float = Field(default=1e-10, gt=0.0, le=1.0)  # the bounds also reject nan and inf
+
+
+def group_width(op_params: dict, hidden: int) -> int:
+    return hidden if op_params["group_size"] == "token" else op_params["group_size"]
+
+
+def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
+    if op.group_size == "token":
+        return []
+    g = op.group_size
+    if g < MIN_GROUP or g % MIN_GROUP:
+        return [("group_size", f'must be a multiple of {MIN_GROUP} (or "token"), got {g}')]
+    if ctx.hidden % g:
+        return [("group_size", f'must divide hidden = {ctx.hidden}, got {g} (or use "token")')]
+    return []
+
+
+def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
+    per_token = op.group_size == "token"
+    groups = 1 if per_token else ctx.hidden // op.group_size
+    padded_groups = 1 if per_token else ctx.padded_hidden // op.group_size
+    fp8 = FP8_DTYPE[op.fp8]
+    params = {
+        "group_size": op.group_size,
+        "groups": groups,
+        "padded_groups": padded_groups,
+        "fp8": op.fp8,
+        "fp8_dtype": fp8,
+        "fp8_max": FP8_MAX[op.fp8],
+        "scale": op.scale,
+        "amax_floor": op.amax_floor,
+    }
+    scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, padded_groups)
+    return Stage(
+        index=index,
+        kind="quant_fp8",
+        summary=f"FP8 quant({op.fp8}, {'per token' if per_token else f'group {op.group_size}'}, scale {op.scale})",
+        params=params,
+        outputs=(
+            Tensor("Q", "q", fp8, (Dim(tokens=True), Dim(size=ctx.hidden)), "output", "quantised row"),
+            Tensor("Scale", "scale", "float32", (Dim(tokens=True), Dim(size=groups)), "output", "dequantisation scale per group"),
+        ),
+        scratch=(
+            Scratch("group_scale", "fragment", scale_shape, "float32", "amax, then the scale, of each group"),
+            Scratch("quantized", "fragment", (ctx.block_m, ctx.padded_hidden), fp8, "fp8 row before its vector store"),
+        ),
+        reductions=(
+            Reduction(
+                "group amax",
+                "absmax",
+                "row" if per_token else f"row viewed as ({ctx.block_m}, {padded_groups}, {op.group_size})",
+                "group_scale",
+                "row" if per_token else f"group of {op.group_size} columns",
+            ),
+        ),
+        decisions=(
+            (
+                "per-token amax reduces the whole row"
+                if per_token
+                else "group amax: the row fragment is reshaped to (rows, groups, group_size) and reduced over the last "
+                "axis, so a group's threads combine by warp shuffles and no group value leaves registers"
+            ),
+        ),
+    )
+
+
+def _scale_expr(params: dict, amax: str) -> str:
+    scale = f"T.max({amax}, {literal(params['amax_floor'])}) / {literal(params['fp8_max'])}"
+    if params["scale"] == "ue8m0":
+        return f"T.exp2(T.ceil(T.log2({scale})))"
+    return scale
+
+
+def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    p = stage.params
+    bm, cols = frame.bm, frame.columns
+    fp8_max = literal(p["fp8_max"])
+    if p["group_size"] == "token":
+        alloc = f'group_scale = T.alloc_fragment(({bm},), "float32")'
+        reduce = "T.reduce_absmax(row, group_scale, dim=1)"
+        update = [f"for i in T.Parallel({bm}):", f"    group_scale[i] = {_scale_expr(p, 'group_scale[i]')}"]
+        scale_of_j = "group_scale[i]"
+        store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
+    else:
+        g, groups = p["group_size"], p["padded_groups"]
+        alloc = f'group_scale = T.alloc_fragment(({bm}, {groups}), "float32")'
+        reduce = f"T.reduce_absmax(T.reshape(row, ({bm}, {groups}, {g})), group_scale, dim=2)"
+        update = [
+            f"for i, k in T.Parallel({bm}, {groups}):",
+            f"    group_scale[i, k] = {_scale_expr(p, 'group_scale[i, k]')}",
+        ]
+        scale_of_j = f"group_scale[i, j // {g}]"
+        store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
+    return [
+        alloc,
+        f'quantized = T.alloc_fragment(({bm}, {cols}), "{p["fp8_dtype"]}")',
+        reduce,
+        *update,
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        f'    quantized[i, j] = T.cast(T.clamp(row[i, j] / {scale_of_j}, -{fp8_max}, {fp8_max}), "{p["fp8_dtype"]}")',
+        f"T.copy(quantized, Q[{frame.token('0')}, 0])",
+        *store_scale,
+    ]
+
+
+def emit_reference(stage: Stage, hidden: int) -> list[str]:
+    p = stage.params
+    g = group_width(p, hidden)
+    fp8_max = literal(p["fp8_max"])
+    scale = f"groups.abs().amax(dim=-1, keepdim=True).clamp_min({literal(p['amax_floor'])}) / {fp8_max}"
+    lines = ["groups = v.view(v.shape[0], -1, " + str(g) + ")", f"scale = {scale}"]
+    if p["scale"] == "ue8m0":
+        lines.append("scale = torch.exp2(torch.ceil(torch.log2(scale)))")
+    lines += [
+        f'out["q"] = (groups / scale).clamp(-{fp8_max}, {fp8_max}).to(torch.{p["fp8_dtype"]}).view(v.shape)',
+        'out["scale"] = scale.squeeze(-1)',
+    ]
+    return lines
+
+
+OP = register(
+    OpDef(
+        kind="quant_fp8",
+        spec=QuantFP8Spec,
+        rank=RANK_QUANT,
+        transforms_row=False,
+        check=check,
+        plan=plan,
+        emit_kernel=emit_kernel,
+        emit_reference=emit_reference,
+        columns_multiple_of=lambda op: 1 if op.group_size == "token" else op.group_size,
+    )
+)

@@ -1,0 +1,154 @@
+"""RMSNorm: r = rsqrt(mean(x²) + eps), v = x · r · w."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..codegen import KernelFrame, literal
+from ..model import Dim, Reduction, Scratch, Stage, Tensor
+from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
+
+
+class RMSNormSpec(OpSpec):
+    kind: Literal["rmsnorm"]
+    eps: float = Field(default=1e-6, gt=0.0, le=1.0)  # the bounds also reject nan and inf
+    weight: bool = True
+
+
+def weight_tensor(dtype: str, hidden: int) -> Tensor:
+    return Tensor("Weight", "weight", dtype, (Dim(size=hidden),), "input", "per-column scale w")
+
+
+def rstd_tensor() -> Tensor:
+    return Tensor("Rstd", "rstd", "float32", (Dim(tokens=True),), "output", "1/sqrt(var + eps) per row")
+
+
+def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    return []
+
+
+def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
+    inputs = (weight_tensor(ctx.dtype, ctx.hidden),) if op.weight else ()
+    outputs = (rstd_tensor(),) if ctx.outputs.get("rstd") else ()
+    return Stage(
+        index=index,
+        kind="rmsnorm",
+        summary=f"RMSNorm(eps={op.eps!r}, weight={op.weight})",
+        params={"eps": op.eps, "weight": op.weight, "writes_rstd": bool(outputs)},
+        inputs=inputs,
+        outputs=outputs,
+        scratch=(
+            Scratch("sumsq_terms", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "x² per column before the row sum"),
+            Scratch("rstd", "fragment", (ctx.block_m,), "float32", "one reciprocal RMS per row, replicated across the row's threads"),
+        ),
+        reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", "row"),),
+    )
+
+
+def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
+    weight = f" * {frame.column_param('Weight')}" if stage.params["weight"] else ""
+    return f"{value} * rstd[i]{weight}"
+
+
+def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
+    lines = [
+        f"for i in T.Parallel({frame.bm}):",
+        f"    rstd[i] = T.rsqrt(rstd[i] / {frame.hidden} + {literal(stage.params['eps'])})",
+    ]
+    if stage.params["writes_rstd"]:
+        lines += frame.store_per_row("Rstd", "rstd[i]")
+    return lines
+
+
+def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    bm, cols = frame.bm, frame.columns
+    return [
+        f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
+        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        "    sumsq_terms[i, j] = row[i, j] * row[i, j]",
+        "T.reduce_sum(sumsq_terms, rstd, dim=1)",
+        *_rstd_lines(stage, frame),
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        f"    row[i, j] = {_scale_expr(stage, frame, 'row[i, j]')}",
+    ]
+
+
+def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
+    """The textbook kernel: the row is staged in shared memory and read from there twice."""
+    bm, cols = frame.bm, frame.columns
+    as_float = 'T.cast(row_shared[i, j], "float32")'
+    return [
+        f'row_shared = T.alloc_shared(({bm}, {cols}), "{dtype}")',
+        f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
+        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        f"T.copy(X[{frame.token('0')}, 0], row_shared, disable_tma=True)",
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        f"    sumsq_terms[i, j] = {as_float} * {as_float}",
+        "T.reduce_sum(sumsq_terms, rstd, dim=1)",
+        *_rstd_lines(stage, frame),
+        f"for i, j in T.Parallel({bm}, {cols}):",
+        f'    row_shared[i, j] = T.cast({_scale_expr(stage, frame, as_float)}, "{dtype}")',
+        f"T.copy(row_shared, Y[{frame.token('0')}, 0], disable_tma=True)",
+    ]
+
+
+def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
+    """Rows too long for registers: pass 1 sums x² chunk by chunk, pass 2 re-reads each chunk and scales it."""
+    bm, blk_k, n = frame.bm, frame.columns, frame.hidden
+    chunks = -(-n // blk_k)
+    col = "chunk_start + j"
+    weight = ""
+    if stage.params["weight"]:
+        load = f'T.cast(Weight[{col}], "float32")'
+        weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * Weight[{col}]"
+    return [
+        f'chunk = T.alloc_fragment(({bm}, {blk_k}), "float32")',
+        f'sumsq_terms = T.alloc_fragment(({bm}, {blk_k}), "float32")',
+        f'partial = T.alloc_fragment(({bm},), "float32")',
+        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        "T.clear(rstd)",
+        f"for k in T.serial({chunks}):",
+        f"    T.copy(X[{frame.token('0')}, k * {blk_k}], chunk)",
+        f"    for i, j in T.Parallel({bm}, {blk_k}):",
+        "        sumsq_terms[i, j] = chunk[i, j] * chunk[i, j]",
+        "    T.reduce_sum(sumsq_terms, partial, dim=1)",
+        f"    for i in T.Parallel({bm}):",
+        "        rstd[i] = rstd[i] + partial[i]",
+        *_rstd_lines(stage, frame),
+        # Pass 2 walks the chunks backwards: the ones pass 1 read last are the likeliest still cached.
+        f"for k in T.serial({chunks}):",
+        f"    chunk_start = ({chunks} - 1 - k) * {blk_k}",
+        f"    T.copy(X[{frame.token('0')}, chunk_start], chunk)",
+        f"    for i, j in T.Parallel({bm}, {blk_k}):",
+        f"        chunk[i, j] = chunk[i, j] * rstd[i]{weight}",
+        f"    T.copy(chunk, Y[{frame.token('0')}, chunk_start])",
+    ]
+
+
+def emit_reference(stage: Stage, hidden: int) -> list[str]:
+    weight = " * weight.float()" if stage.params["weight"] else ""
+    lines = [
+        f"rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + {literal(stage.params['eps'])})",
+        f"v = v * rstd{weight}",
+    ]
+    if stage.params["writes_rstd"]:
+        lines.append('out["rstd"] = rstd.squeeze(-1)')
+    return lines
+
+
+OP = register(
+    OpDef(
+        kind="rmsnorm",
+        spec=RMSNormSpec,
+        rank=RANK_NORM,
+        transforms_row=True,
+        check=check,
+        plan=plan,
+        emit_kernel=emit_kernel,
+        emit_reference=emit_reference,
+        whole_kernel_variants={"naive": emit_naive, "splitk": emit_splitk},
+        output_flags=("rstd",),
+    )
+)

@@ -1,0 +1,249 @@
+"""The planner: spec in, plain data out (stages, buffers, reductions, schedule, ledger). No text here."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, replace
+
+from . import __version__
+from .errors import ChainError
+from .model import DTYPE_BYTES, Dim, Ledger, LedgerLine, Plan, Schedule, Scratch, Tensor
+from .ops import REGISTRY
+from .spec import KernelSpec, chain_context
+
+# The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
+LEDGER_TOKENS = 4096
+THREAD_CHOICES = (32, 64, 128, 256, 512, 1024)
+# fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
+# under ~160 registers with no spills; 32 leaves room for two blocks per SM.
+HARD_ELEMS_PER_THREAD = 64
+SOFT_ELEMS_PER_THREAD = 32
+# Elements per thread that measured best for a memory-bound row kernel (design.md: 256 threads on a
+# 4096-wide bf16 row, i.e. two 16-byte vectors per thread, reached 3.86 of 4.25 TB/s).
+TARGET_ELEMS_PER_THREAD = 16
+SHARED_BYTES_LIMIT = 48 * 1024
+MAX_BLOCK_M = 16
+
+
+def content_hash(spec: KernelSpec) -> str:
+    canonical = json.dumps({"spec": spec.model_dump(mode="json"), "fusegen": __version__}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _checked_hint(value, key: str, allowed: tuple[int, ...]) -> int | None:
+    if value == "auto":
+        return None
+    if value not in allowed:
+        raise ChainError(key, f"must be \"auto\" or one of {', '.join(map(str, allowed))}, got {value}")
+    return value
+
+
+def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int) -> Schedule:
+    """Picks threads and vector width for a row held in registers, padding the row where hidden needs it."""
+    elem = DTYPE_BYTES[spec.dtype]
+    n = spec.hidden
+    candidates = []
+    for threads in (threads_hint,) if threads_hint else THREAD_CHOICES:
+        vector = 16 // elem
+        while vector >= 1:
+            tile = threads * vector
+            step = tile * multiple // math.gcd(tile, multiple)
+            padded = -(-n // step) * step
+            per_thread = block_m * padded // threads
+            if per_thread <= HARD_ELEMS_PER_THREAD:
+                key = (
+                    padded - n,  # padding costs registers and idle lanes
+                    per_thread > SOFT_ELEMS_PER_THREAD,
+                    vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
+                    abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
+                    -vector,
+                    threads,
+                )
+                candidates.append((key, threads, vector, padded, per_thread))
+            vector //= 2
+    if not candidates:
+        where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
+        raise ChainError(
+            "schedule.threads" if threads_hint else "hidden",
+            f"a row of {n} × block_m {block_m} does not fit in registers {where} "
+            f"(at most {HARD_ELEMS_PER_THREAD} elements per thread)",
+        )
+    _, threads, vector, padded, per_thread = min(candidates)
+    reasons = [
+        f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the row in {per_thread // vector} "
+        f"vector(s) per thread ({per_thread} fp32 values), closest to the {TARGET_ELEMS_PER_THREAD} per thread "
+        "that keeps several loads in flight without crowding registers",
+    ]
+    if padded != n:
+        reasons.append(
+            f"hidden {n} is not a multiple of {threads}×{vector}" + (f" and the group size {multiple}" if multiple > 1 else "")
+            + f": the row is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
+        )
+    if vector * elem < 16:
+        reasons.append(f"16-byte vectors would need hidden to be a multiple of {threads * 16 // elem}; {vector * elem}-byte vectors used")
+    return Schedule(
+        variant="fragment",
+        block_m=block_m,
+        threads=threads,
+        vector_elems=vector,
+        vector_bytes=vector * elem,
+        padded_hidden=padded,
+        elems_per_thread=per_thread,
+        blk_k=None,
+        register_estimate=2 * per_thread + 32,
+        reasons=tuple(reasons),
+    )
+
+
+def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, blk_k_hint) -> Schedule:
+    elem = DTYPE_BYTES[spec.dtype]
+    vector = 16 // elem
+    if blk_k_hint == "auto":
+        threads = threads_hint or 256
+        while threads > 32 and threads * vector > spec.hidden:
+            threads //= 2
+        blk_k = min(threads * vector * 2, -(-spec.hidden // (threads * vector)) * threads * vector)
+    else:
+        blk_k = blk_k_hint
+        if not isinstance(blk_k, int) or blk_k < 32 or blk_k % 32 or blk_k > spec.hidden:
+            raise ChainError("schedule.blk_k", f"must be \"auto\" or a multiple of 32 between 32 and hidden = {spec.hidden}, got {blk_k}")
+        threads = threads_hint or max(32, min(256, blk_k // vector))
+    while vector > 1 and blk_k % (threads * vector):
+        vector //= 2
+    if blk_k % threads:
+        raise ChainError("schedule.blk_k", f"must be a multiple of threads = {threads}, got {blk_k}")
+    per_thread = block_m * blk_k // threads
+    if per_thread > HARD_ELEMS_PER_THREAD:
+        raise ChainError("schedule.blk_k", f"blk_k {blk_k} × block_m {block_m} over {threads} threads exceeds {HARD_ELEMS_PER_THREAD} elements per thread")
+    chunks = -(-spec.hidden // blk_k)
+    return Schedule(
+        variant="splitk",
+        block_m=block_m,
+        threads=threads,
+        vector_elems=vector,
+        vector_bytes=vector * elem,
+        padded_hidden=chunks * blk_k,
+        elems_per_thread=per_thread,
+        blk_k=blk_k,
+        register_estimate=2 * per_thread + 32,
+        reasons=(
+            f"{chunks} chunks of {blk_k} columns: only one chunk is in registers at a time, x is read twice "
+            "(sum of squares, then scale), the second pass in reverse chunk order so it starts on cached data",
+        ),
+    )
+
+
+def choose_schedule(spec: KernelSpec) -> Schedule:
+    hints = spec.schedule
+    threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES)
+    block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
+    if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
+        raise ChainError("schedule.blk_k", f"only applies to variant = \"splitk\", not \"{hints.variant}\"")
+    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op) for op in spec.op))
+    variant = hints.variant
+    if hints.blk_k != "auto" and variant == "auto":
+        variant = "splitk"
+    if variant in ("naive", "splitk"):
+        supported = len(spec.op) == 1 and variant in REGISTRY[spec.op[0].kind].whole_kernel_variants
+        if not supported:
+            able = sorted(op.kind for op in REGISTRY.values() if variant in op.whole_kernel_variants)
+            raise ChainError(
+                "schedule.variant",
+                f"\"{variant}\" is a whole-kernel variant for a chain of one {' or '.join(able)} op; this chain "
+                f"({' → '.join(op.kind for op in spec.op)}) needs \"fragment\" or \"auto\"",
+            )
+        if variant == "splitk":
+            return _splitk_schedule(spec, block_m, threads, hints.blk_k)
+    try:
+        schedule = _row_schedule(spec, block_m, threads, multiple)
+    except ChainError:
+        if variant == "auto" and len(spec.op) == 1 and "splitk" in REGISTRY[spec.op[0].kind].whole_kernel_variants:
+            return _splitk_schedule(spec, block_m, threads, "auto")
+        raise
+    if variant == "naive":
+        shared = block_m * schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
+        if shared > SHARED_BYTES_LIMIT:
+            raise ChainError("schedule.variant", f"\"naive\" stages the row in shared memory: {shared} bytes exceeds {SHARED_BYTES_LIMIT}")
+        return replace(schedule, variant="naive", reasons=schedule.reasons + ("the row is staged in shared memory and read from there twice (the textbook form)",))
+    if variant == "auto":
+        schedule = replace(schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",))
+    return schedule
+
+
+def _ledger(spec: KernelSpec, stages, x: Tensor, y: Tensor | None) -> Ledger:
+    act = spec.hidden * DTYPE_BYTES[spec.dtype]
+
+    def lines_for(kernel: str, tensors, direction: str):
+        return [LedgerLine(kernel, t.arg, direction, t.bytes_per_token(), t.fixed_bytes()) for t in tensors]
+
+    fused = [LedgerLine("fused", "x", "read", act, 0)]
+    unfused = []
+    current = "x"
+    for stage in stages:
+        fused += lines_for("fused", stage.inputs, "read") + lines_for("fused", stage.outputs, "write")
+        alone = f"{stage.kind} alone"
+        unfused.append(LedgerLine(alone, current, "read", act, 0))
+        unfused += lines_for(alone, stage.inputs, "read") + lines_for(alone, stage.outputs, "write")
+        if REGISTRY[stage.kind].transforms_row:
+            current = f"{stage.kind} output"
+            unfused.append(LedgerLine(alone, current, "write", act, 0))
+    if y is not None:
+        fused.append(LedgerLine("fused", "y", "write", act, 0))
+    return Ledger(tuple(fused), tuple(unfused))
+
+
+def plan(spec: KernelSpec, spec_file: str) -> Plan:
+    schedule = choose_schedule(spec)
+    context = chain_context(spec, schedule.block_m, schedule.layout(spec.hidden).padded_hidden)
+    stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
+    row_dims = (Dim(tokens=True), Dim(size=spec.hidden))
+    x = Tensor("X", "x", spec.dtype, row_dims, "input", "activations, one row per token")
+    y = Tensor("Y", "y", spec.dtype, row_dims, "output", "the chain's row after its last transforming op") if spec.writes_y else None
+    inputs = (x,) + tuple(t for s in stages for t in s.inputs)
+    outputs = ((y,) if y else ()) + tuple(t for s in stages for t in s.outputs)
+    layout = schedule.layout(spec.hidden)
+    row = (
+        Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row")
+        if schedule.variant == "fragment"
+        else None
+    )
+    scratch = ((row,) if row else ()) + tuple(b for s in stages for b in s.scratch)
+    return Plan(
+        name=spec.name,
+        identity=f"{spec.name}-{content_hash(spec)}",
+        spec_file=spec_file,
+        fusegen_version=__version__,
+        dtype=spec.dtype,
+        hidden=spec.hidden,
+        tokens=spec.tokens,
+        stages=stages,
+        inputs=inputs,
+        outputs=outputs,
+        scratch=scratch,
+        schedule=schedule,
+        ledger=_ledger(spec, stages, x, y),
+        ledger_tokens=spec.tokens or LEDGER_TOKENS,
+        writes_y=spec.writes_y,
+        spec=spec.model_dump(mode="json"),
+    )
+
+
+def plan_as_dict(p: Plan) -> dict:
+    """The plan as JSON-ready data, with the ledger evaluated at `ledger_tokens`."""
+    data = asdict(p)
+    m = p.ledger_tokens
+    fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
+    data["ledger"]["at_tokens"] = {
+        "tokens": m,
+        "fused_bytes": fused,
+        "unfused_bytes": unfused,
+        "fused_MB": round(fused / 1e6, 1),
+        "unfused_MB": round(unfused / 1e6, 1),
+        "saving": round(unfused / fused, 2),
+    }
+    return data

@@ -1,0 +1,106 @@
+"""What a generated kernel needs at call time: argument checks, output allocation, one compilation.
+
+Checks run before any launch, so a wrong call fails with a sentence rather than a CUDA error or a
+silent out-of-bounds read.
+"""
+from __future__ import annotations
+
+import threading
+from collections import namedtuple
+from typing import NamedTuple
+
+import torch
+
+# Vector loads of 16 bytes need every row to start on a 16-byte boundary.
+ALIGNMENT = 16
+
+
+class TensorSpec(NamedTuple):
+    name: str
+    dtype: torch.dtype
+    shape: tuple  # ints, and "m" for the token count
+
+
+def output_tuple(outputs: tuple[TensorSpec, ...]):
+    return namedtuple("Outputs", [o.name for o in outputs])
+
+
+class KernelArgumentError(ValueError):
+    """A generated kernel was called with tensors it cannot run on."""
+
+
+class Launcher:
+    """Validates arguments, allocates outputs and compiles the TileLang program once per process."""
+
+    def __init__(self, name, identity, program, target, inputs, outputs, output_type, tokens):
+        self.name = name
+        self.identity = identity
+        self.program = program
+        self.target = target
+        self.inputs = inputs
+        self.outputs = outputs
+        self.output_type = output_type
+        self.tokens = tokens
+        self.compilations = 0
+        self._compiled = None
+        self._lock = threading.Lock()
+
+    def compiled(self):
+        """The compiled kernel; the token count is dynamic, so one compilation serves every call."""
+        if self._compiled is None:
+            with self._lock:
+                if self._compiled is None:
+                    import tilelang
+
+                    self._compiled = tilelang.compile(self.program(), target=self.target)
+                    self.compilations += 1
+        return self._compiled
+
+    def _fail(self, message: str):
+        raise KernelArgumentError(f"{self.name}: {message}")
+
+    def _expected_shape(self, spec: TensorSpec, tokens: int) -> tuple[int, ...]:
+        return tuple(tokens if d == "m" else d for d in spec.shape)
+
+    def _check(self, spec: TensorSpec, tensor, tokens: int, device, role: str) -> None:
+        if not isinstance(tensor, torch.Tensor):
+            self._fail(f"{role} '{spec.name}' must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.dtype != spec.dtype:
+            self._fail(f"{role} '{spec.name}' must be {spec.dtype}, got {tensor.dtype}")
+        shape = self._expected_shape(spec, tokens)
+        if tuple(tensor.shape) != shape:
+            self._fail(f"{role} '{spec.name}' must have shape {shape}, got {tuple(tensor.shape)}")
+        if tensor.device.type != "cuda":
+            self._fail(f"{role} '{spec.name}' must be on a CUDA device, got {tensor.device}")
+        if tensor.device != device:
+            self._fail(f"{role} '{spec.name}' is on {tensor.device} but '{self.inputs[0].name}' is on {device}")
+        if not tensor.is_contiguous():
+            self._fail(f"{role} '{spec.name}' must be contiguous (got strides {tuple(tensor.stride())}); call .contiguous()")
+        if tensor.numel() and tensor.data_ptr() % ALIGNMENT:
+            self._fail(f"{role} '{spec.name}' must start on a {ALIGNMENT}-byte boundary (a view at an offset is not)")
+
+    def __call__(self, *args, out=None):
+        if len(args) != len(self.inputs):
+            names = ", ".join(s.name for s in self.inputs)
+            self._fail(f"takes {len(self.inputs)} tensors ({names}), got {len(args)}")
+        first = args[0]
+        if not isinstance(first, torch.Tensor) or first.dim() != len(self.inputs[0].shape):
+            self._fail(f"input '{self.inputs[0].name}' must be a 2-D tensor (tokens, {self.inputs[0].shape[1]})")
+        tokens = first.shape[0]
+        if self.tokens is not None and tokens != self.tokens:
+            self._fail(f"was generated for exactly {self.tokens} tokens (spec `tokens`), got {tokens}")
+        device = first.device
+        for spec, tensor in zip(self.inputs, args):
+            self._check(spec, tensor, tokens, device, "input")
+        if out is None:
+            results = [torch.empty(self._expected_shape(s, tokens), dtype=s.dtype, device=device) for s in self.outputs]
+        else:
+            if len(out) != len(self.outputs):
+                self._fail(f"out must hold {len(self.outputs)} tensors, got {len(out)}")
+            results = list(out)
+            for spec, tensor in zip(self.outputs, results):
+                self._check(spec, tensor, tokens, device, "output")
+        if tokens:
+            with torch.cuda.device(device):
+                self.compiled()(*args, *results)
+        return self.output_type(*results)
