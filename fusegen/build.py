@@ -1,6 +1,8 @@
 """`fusegen build`: every spec is loaded, planned, emitted and compiled in a staging directory first;
 only when all succeed are the changed files moved into generated/, under a lock, through a journal
-that a later build rolls forward if this one is killed while moving."""
+that a later build rolls forward if this one is killed while moving.
+
+Generated text is read and written as UTF-8 whatever the locale: the bytes must not depend on it."""
 from __future__ import annotations
 
 import fcntl
@@ -119,13 +121,13 @@ def stage(plans: list[Plan], staging: Path, jobs: int, compile_kernels: bool = T
         directory.mkdir(parents=True)
         files = render(p)
         for name, text in files.items():
-            (directory / name).write_text(text)
+            (directory / name).write_text(text, encoding="utf-8")
         built.append(BuiltKernel(p, files))
     if compile_kernels:
         sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs)
         for b, source in zip(built, sources):
             b.files["kernel.cu"] = header(b.plan, "//") + source
-            (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"])
+            (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
             b.checks = check_cuda(b.plan, source)
     return built
 
@@ -161,19 +163,20 @@ def locked(out: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
+def _write_journal(out: Path, staging: Path, entries: dict) -> None:
+    """Drafts the journal in the staging directory, so a kill mid-write leaves neither a partial
+    journal nor a stray temporary file in `out`, then renames it into place atomically."""
+    draft = staging / JOURNAL
+    with open(draft, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(entries))
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    os.replace(draft, out / JOURNAL)
 
 
 def _is_generated_kernel_dir(directory: Path) -> bool:
     init = directory / "__init__.py"
-    return directory.is_dir() and init.is_file() and PACKAGE_MARKER in init.read_text(errors="replace")[:300]
+    return directory.is_dir() and init.is_file() and PACKAGE_MARKER in init.read_text(encoding="utf-8", errors="replace")[:300]
 
 
 def apply_journal(out: Path) -> None:
@@ -181,7 +184,7 @@ def apply_journal(out: Path) -> None:
     journal = out / JOURNAL
     if not journal.exists():
         return
-    entries = json.loads(journal.read_text())
+    entries = json.loads(journal.read_text(encoding="utf-8"))
     for source, target in entries["moves"]:
         if (out / source).exists():
             (out / target).parent.mkdir(parents=True, exist_ok=True)
@@ -192,8 +195,10 @@ def apply_journal(out: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-    journal.unlink()
+    # The staging directory goes before the journal: a build interrupted in between rolls forward
+    # again harmlessly, while the reverse order could strand the directory in a still-living process.
     shutil.rmtree(out / entries["staging"], ignore_errors=True)
+    journal.unlink()
 
 
 def remove_dead_staging(out: Path) -> None:
@@ -214,20 +219,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def commit(built: list[BuiltKernel], staging: Path, out: Path, input_files: list[str]) -> None:
-    """Moves changed files from staging into `out` (call under the lock)."""
+def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> None:
+    """Moves changed files from staging into `out` and removes the staging directory (call under the lock)."""
     moves: list[tuple[str, str]] = []
     remove: list[str] = []
     names = {b.plan.name for b in built}
-    package = staging / "__init__.py"
-    package.write_text(f"# {PACKAGE_MARKER} — do not edit. One package per kernel below.\n")
-    if not (out / "__init__.py").exists() or (out / "__init__.py").read_text() != package.read_text():
-        moves.append((str(package.relative_to(out)), "__init__.py"))
+    package_text = f"# {PACKAGE_MARKER} — do not edit. One package per kernel below.\n"
+    (staging / "__init__.py").write_text(package_text, encoding="utf-8")
+    if _text_or_none(out / "__init__.py") != package_text:
+        moves.append((f"{staging.name}/__init__.py", "__init__.py"))
     for b in built:
         target = out / b.plan.name
         for name, text in sorted(b.files.items()):
-            existing = target / name
-            if not existing.exists() or existing.read_text() != text:
+            if _text_or_none(target / name) != text:
                 b.changed = True
                 moves.append((str((staging / b.plan.name / name).relative_to(out)), f"{b.plan.name}/{name}"))
         if target.is_dir():
@@ -236,22 +240,32 @@ def commit(built: list[BuiltKernel], staging: Path, out: Path, input_files: list
                     remove.append(f"{b.plan.name}/{extra.name}")
                     b.changed = True
     for directory in sorted(out.iterdir()):
-        if directory.name in names or not _is_generated_kernel_dir(directory):
-            continue
-        recorded = _recorded_spec_file(directory)
-        if recorded is None or recorded in input_files or not Path(recorded).exists():
+        if directory.name not in names and _is_generated_kernel_dir(directory) and _stale(directory, spec_files, spec_dirs):
             remove.append(directory.name)
     if not moves and not remove:
+        shutil.rmtree(staging)
         return
-    _write_atomic(out / JOURNAL, json.dumps({"moves": moves, "remove": remove, "staging": staging.name}))
+    _write_journal(out, staging, {"moves": moves, "remove": remove, "staging": staging.name})
     apply_journal(out)
 
 
-def _recorded_spec_file(directory: Path) -> str | None:
+def _text_or_none(path: Path) -> str | None:
     try:
-        return json.loads((directory / "plan.json").read_text())["spec_file"]
-    except (OSError, ValueError, KeyError):
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
         return None
+
+
+def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
+    """Whether a kernel this build does not produce came from this build's inputs: its spec file was
+    built (and now names another kernel) or lay in a directory built (and is gone). Both sides are
+    paths as shown from the working directory; from another one they do not match and the kernel is
+    kept: a build never removes a kernel it cannot prove it owns."""
+    try:
+        recorded = json.loads((directory / "plan.json").read_text(encoding="utf-8"))["spec_file"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return recorded in spec_files or str(Path(recorded).parent) in spec_dirs
 
 
 def build(paths: list[Path], out: Path, jobs: int | None = None) -> list[BuiltKernel]:
@@ -262,10 +276,15 @@ def build(paths: list[Path], out: Path, jobs: int | None = None) -> list[BuiltKe
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
     try:
         built = stage(plans, staging, jobs or os.cpu_count() or 1)
-        with locked(out):
-            apply_journal(out)
-            remove_dead_staging(out)
-            commit(built, staging, out, [display_path(f) for f in files])
-    finally:
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        raise
+    # From here on the staging directory is not removed on failure: once the journal names it, its
+    # files are the only copy a later build can roll forward from (an interrupt while applying must
+    # not strand a half-applied tree). A later build removes it once this process is gone.
+    with locked(out):
+        apply_journal(out)
+        remove_dead_staging(out)
+        spec_dirs = {display_path(p) for p in paths if p.is_dir()}
+        commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)
     return built

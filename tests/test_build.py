@@ -1,0 +1,407 @@
+"""The build's promises: deterministic bytes, all or nothing, safe under concurrency and SIGKILL,
+and stale kernels removed only when the build owns them.
+
+Every test works on a copy of the example specs in tmp_path, with the working directory set there
+(generated files record spec paths relative to it). One reference build is shared by the module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import fusegen.build as build_module
+from fusegen import cli
+from fusegen.build import JOURNAL, STAGING_PREFIX, CompileFailure
+
+REPO = Path(__file__).resolve().parents[1]
+KERNEL_NAMES = sorted(p.stem for p in (REPO / "specs").glob("*.toml"))
+TIMEOUT = 300
+# Seconds after which a build is killed: while it imports, plans, and compiles.
+KILL_DELAYS = (0.5, 1.5, 3.0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Helpers
+
+
+def snapshot(root: Path, hidden: bool = False) -> dict[str, bytes]:
+    """Every file under `root` by relative path; hidden entries (.lock, .staging-*, …) and
+    __pycache__ are left out unless `hidden`."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if "__pycache__" in parts or (not hidden and any(part.startswith(".") for part in parts)):
+            continue
+        if path.is_file():
+            files[str(path.relative_to(root))] = path.read_bytes()
+    return files
+
+
+def mtimes(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if not p.name.startswith(".")}
+
+
+def fusegen(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "fusegen", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def build_args(*paths: str, out: str = "generated") -> list[str]:
+    return ["build", *paths, "--out", out, "--jobs", "2"]
+
+
+def start_build(*paths: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    # Own session, so the build and its compile workers can be killed as one process group.
+    return subprocess.Popen(
+        [sys.executable, "-m", "fusegen", *build_args(*paths)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def status_lines(stdout: str) -> dict[str, str]:
+    """Kernel name → 'written' | 'unchanged' from `fusegen build`'s report."""
+    lines = [line.split() for line in stdout.splitlines()]
+    return {words[0]: words[-1] for words in lines if words and words[-1] in ("written", "unchanged")}
+
+
+def kernel_dirs(out: Path) -> list[str]:
+    return sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "__pycache__")
+
+
+def assert_consistent(out: Path) -> None:
+    """Each kernel directory is complete and every file in it belongs to one and the same identity;
+    no journal or staging directory is left behind."""
+    assert not (out / JOURNAL).exists()
+    assert not list(out.glob(STAGING_PREFIX + "*"))
+    assert (out / "__init__.py").is_file()
+    for name in kernel_dirs(out):
+        directory = out / name
+        files = {p.name for p in directory.iterdir() if p.is_file()}
+        assert files == {"__init__.py", "kernel.py", "reference.py", f"test_{name}.py", "plan.json", "kernel.cu"}, name
+        identity = json.loads((directory / "plan.json").read_text())["identity"]
+        assert identity.startswith(f"{name}-")
+        for file, comment in [("kernel.py", "#"), ("__init__.py", "#"), ("reference.py", "#"), (f"test_{name}.py", "#"), ("kernel.cu", "//")]:
+            assert (directory / file).read_text().splitlines()[1] == f"{comment} identity: {identity}", (name, file)
+        assert f'IDENTITY = "{identity}"' in (directory / "kernel.py").read_text()
+
+
+def change_eps(spec: Path, eps: str = "2e-6") -> None:
+    text = spec.read_text()
+    assert "eps = 1e-6" in text
+    spec.write_text(text.replace("eps = 1e-6", f"eps = {eps}"))
+
+
+def identity_of(directory: Path) -> str:
+    return json.loads((directory / "plan.json").read_text())["identity"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """A working directory holding specs/ and a fresh generated/ built from them, and its files."""
+    work = tmp_path_factory.mktemp("reference")
+    shutil.copytree(REPO / "specs", work / "specs")
+    result = fusegen(*build_args("specs/"), cwd=work)
+    assert status_lines(result.stdout) == {name: "written" for name in KERNEL_NAMES}
+    return work, snapshot(work / "generated")
+
+
+@pytest.fixture
+def work(reference, tmp_path) -> Path:
+    """A private copy of the reference working directory (specs/ and its built generated/)."""
+    source, _ = reference
+    target = tmp_path / "work"
+    shutil.copytree(source, target)
+    return target
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. Determinism
+
+
+def test_fresh_build_matches_committed_tree(reference):
+    """The committed generated/ is exactly what building the committed specs/ produces."""
+    _, built = reference
+    committed = snapshot(REPO / "generated")
+    assert sorted(committed) == sorted(built), "generated/ is stale: its file list differs from a fresh build"
+    differing = [path for path in built if committed[path] != built[path]]
+    assert not differing, f"generated/ is stale; rebuild it with `fusegen build specs/`: {differing}"
+
+
+def test_rebuild_is_byte_identical_and_writes_nothing(work, reference):
+    _, expected = reference
+    out = work / "generated"
+    before = mtimes(out)
+    result = fusegen(*build_args("specs/"), cwd=work)
+    assert status_lines(result.stdout) == {name: "unchanged" for name in KERNEL_NAMES}
+    assert snapshot(out) == expected
+    assert mtimes(out) == before
+    assert_consistent(out)
+
+
+def test_bytes_do_not_depend_on_the_locale(work, reference):
+    """Generated files are UTF-8 even under an ASCII locale (the headers hold non-ASCII text)."""
+    _, expected = reference
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": "utf-8"}
+    fusegen(*build_args("specs/rms_norm.toml", out="ascii_locale"), cwd=work, env=env)
+    built = snapshot(work / "ascii_locale")
+    assert built == {path: data for path, data in expected.items() if path.startswith("rms_norm/") or path == "__init__.py"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. All or nothing
+
+
+def test_bad_spec_writes_nothing(work):
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")  # a change a successful build would write
+    bad = (work / "specs" / "rms_norm_rope_fused.toml").read_text().replace("rope_dim = 64", "rope_dim = 63")
+    (work / "specs" / "zz_bad.toml").write_text(bad.replace('name = "rms_norm_rope_fused"', 'name = "zz_bad"'))
+    before = snapshot(out, hidden=True)
+    before_mtimes = mtimes(out)
+
+    result = fusegen(*build_args("specs/"), cwd=work, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "specs/zz_bad.toml" in result.stderr and "op[1].rope_dim" in result.stderr
+    assert "nothing written" in result.stderr
+    assert snapshot(out, hidden=True) == before
+    assert mtimes(out) == before_mtimes
+
+    result = fusegen(*build_args("specs/", out="fresh"), cwd=work, check=False)
+    assert result.returncode == 2
+    assert not (work / "fresh").exists()
+
+
+def _sabotage_render(monkeypatch, victim: str) -> None:
+    """Makes `victim`'s kernel.py valid Python whose program cannot be built, as if fusegen had
+    emitted a kernel TileLang rejects; the real compile workers then fail on it."""
+    real_render = build_module.render
+
+    def render(plan):
+        files = real_render(plan)
+        if plan.name == victim:
+            files["kernel.py"] += "\n\ndef program():\n    raise RuntimeError('injected lowering failure')\n"
+        return files
+
+    monkeypatch.setattr(build_module, "render", render)
+
+
+def test_compile_failure_writes_nothing(work, monkeypatch, capsys):
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    _sabotage_render(monkeypatch, "rms_norm_splitk")
+    monkeypatch.chdir(work)
+    before = snapshot(out, hidden=True)
+    before_mtimes = mtimes(out)
+
+    assert cli.main(build_args("specs/")) == 1
+    error = capsys.readouterr().err
+    assert "TileLang could not compile 'rms_norm_splitk'" in error and "injected lowering failure" in error
+    assert "nothing written" in error
+    assert snapshot(out, hidden=True) == before
+    assert mtimes(out) == before_mtimes
+
+    with pytest.raises(CompileFailure):
+        build_module.build([Path("specs")], Path("fresh"), jobs=2)
+    assert list((work / "fresh").iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. Concurrency
+
+
+def test_concurrent_builds_leave_a_consistent_tree(reference, tmp_path):
+    """Three builds at once into one empty out dir: two of the same specs, one of a different set
+    (a changed rms_norm and a new kernel). Each finishes; every kernel directory is whole."""
+    source, expected = reference
+    work = tmp_path / "work"
+    shutil.copytree(source / "specs", work / "specs")
+    (work / "other").mkdir()
+    shutil.copy(work / "specs" / "rms_norm.toml", work / "other" / "rms_norm.toml")
+    change_eps(work / "other" / "rms_norm.toml")
+    extra = (work / "specs" / "rms_norm_splitk.toml").read_text()
+    (work / "other" / "extra_kernel.toml").write_text(extra.replace('name = "rms_norm_splitk"', 'name = "extra_kernel"'))
+
+    processes = [start_build("specs/", cwd=work), start_build("specs/", cwd=work), start_build("other/", cwd=work)]
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+        assert process.returncode == 0, stdout + stderr
+
+    out = work / "generated"
+    assert_consistent(out)
+    assert kernel_dirs(out) == sorted([*KERNEL_NAMES, "extra_kernel"])
+    built = snapshot(out)
+    for path, data in expected.items():
+        if not path.startswith("rms_norm/"):  # the one kernel both spec sets define: either version may win
+            assert built[path] == data, path
+    assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] in ("specs/rms_norm.toml", "other/rms_norm.toml")
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. SIGKILL and the journal
+
+
+def test_sigkill_leaves_previous_tree_then_next_build_cleans_up(work, reference, tmp_path):
+    _, expected = reference
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    for attempt, delay in enumerate(KILL_DELAYS):
+        # An empty TileLang cache makes compiling take far longer than `delay`, so the kill always
+        # lands while the build plans or compiles, whatever the machine's cache holds.
+        env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / f"cold-cache-{attempt}")}
+        process = start_build("specs/", cwd=work, env=env)
+        time.sleep(delay)
+        assert process.poll() is None, f"the build finished within {delay}s; the kill would prove nothing"
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate(timeout=TIMEOUT)
+        assert snapshot(out) == expected, f"killed after {delay}s"
+        assert not (out / JOURNAL).exists()
+    assert list(out.glob(STAGING_PREFIX + "*")), "no kill happened after the build had started staging"
+
+    result = fusegen(*build_args("specs/"), cwd=work)
+    assert status_lines(result.stdout) == {name: "written" if name == "rms_norm" else "unchanged" for name in KERNEL_NAMES}
+    assert_consistent(out)
+    assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec"]["op"][0]["eps"] == 2e-6
+    assert {p: d for p, d in snapshot(out).items() if not p.startswith("rms_norm/")} == {
+        p: d for p, d in expected.items() if not p.startswith("rms_norm/")
+    }
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL inside the test process: nothing after the raise runs."""
+
+
+def _stage_pending_commit(work: Path, monkeypatch) -> dict:
+    """Builds specs/ (rms_norm changed, layer_norm_fwd's spec deleted) until the journal is written,
+    then 'dies'. Returns the journal."""
+    change_eps(work / "specs" / "rms_norm.toml")
+    (work / "specs" / "layer_norm_fwd.toml").unlink()
+    real_apply = build_module.apply_journal
+
+    def apply_then_die(out: Path) -> None:
+        if (out / JOURNAL).exists():
+            raise Killed
+        real_apply(out)
+
+    with monkeypatch.context() as patch:
+        patch.chdir(work)
+        patch.setattr(build_module, "apply_journal", apply_then_die)
+        with pytest.raises(Killed):
+            build_module.build([Path("specs")], Path("generated"), jobs=2)
+    return json.loads((work / "generated" / JOURNAL).read_text())
+
+
+def _assert_rolled_forward(work: Path, expected_new: dict[str, bytes], old_rms_norm: str) -> None:
+    out = work / "generated"
+    assert_consistent(out)
+    for target, data in expected_new.items():
+        assert (out / target).read_bytes() == data, target
+    assert identity_of(out / "rms_norm") != old_rms_norm
+    assert "layer_norm_fwd" not in kernel_dirs(out)
+
+
+def test_half_applied_journal_is_rolled_forward(work, monkeypatch):
+    """A journal with some moves done by hand (as a kill mid-commit leaves it): the next build, even
+    of an unrelated spec, finishes that commit first."""
+    out = work / "generated"
+    old_rms_norm = identity_of(out / "rms_norm")
+    journal = _stage_pending_commit(work, monkeypatch)
+    moves = journal["moves"]
+    assert journal["remove"] == ["layer_norm_fwd"]
+    assert {target for _, target in moves} >= {"rms_norm/kernel.py", "rms_norm/kernel.cu", "rms_norm/plan.json"}
+    expected_new = {target: (out / source).read_bytes() for source, target in moves}
+    for source, target in moves[: len(moves) // 2]:
+        os.replace(out / source, out / target)
+
+    fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    _assert_rolled_forward(work, expected_new, old_rms_norm)
+
+
+def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatch):
+    """Ctrl-C in the middle of the moves: the staged files the journal still names must survive the
+    unwinding build, so the next one can finish the commit."""
+    out = work / "generated"
+    old_rms_norm = identity_of(out / "rms_norm")
+    change_eps(work / "specs" / "rms_norm.toml")
+    (work / "specs" / "layer_norm_fwd.toml").unlink()
+    real_replace = os.replace
+    calls = []
+
+    def replace_then_interrupt(source, target):
+        if Path(target).resolve().is_relative_to(out):
+            calls.append(target)
+            if len(calls) == 3:  # the journal itself, one move, then the interrupt
+                raise KeyboardInterrupt
+        real_replace(source, target)
+
+    with monkeypatch.context() as patch:
+        patch.chdir(work)
+        patch.setattr(build_module.os, "replace", replace_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            build_module.build([Path("specs")], Path("generated"), jobs=2)
+    journal = json.loads((out / JOURNAL).read_text())
+    remaining = [(s, t) for s, t in journal["moves"] if (out / s).exists()]
+    assert len(remaining) == len(journal["moves"]) - 1
+    expected_new = {target: (out / source).read_bytes() for source, target in remaining}
+
+    fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    _assert_rolled_forward(work, expected_new, old_rms_norm)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5. Stale kernels
+
+
+def test_removed_spec_removes_its_kernel_only_when_its_directory_is_built(work, reference):
+    _, expected = reference
+    out = work / "generated"
+    (work / "specs" / "rms_norm_splitk.toml").unlink()
+    (work / "specs" / "layer_norm_fwd.toml").unlink()
+
+    # One spec file built: kernels of other (even deleted) spec files stay.
+    result = fusegen(*build_args("specs/rms_norm.toml"), cwd=work)
+    assert status_lines(result.stdout) == {"rms_norm": "unchanged"}
+    assert snapshot(out) == expected
+
+    # The directory built: the kernels whose specs left it go, the rest is untouched.
+    fusegen(*build_args("specs/"), cwd=work)
+    assert kernel_dirs(out) == sorted(set(KERNEL_NAMES) - {"rms_norm_splitk", "layer_norm_fwd"})
+    assert snapshot(out) == {p: d for p, d in expected.items() if not p.startswith(("rms_norm_splitk/", "layer_norm_fwd/"))}
+    assert_consistent(out)
+
+
+def test_renamed_kernel_replaces_its_old_directory(work):
+    out = work / "generated"
+    spec = work / "specs" / "rms_norm_splitk.toml"
+    spec.write_text(spec.read_text().replace('name = "rms_norm_splitk"', 'name = "rms_norm_splitk_renamed"'))
+    fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    names = kernel_dirs(out)
+    assert "rms_norm_splitk_renamed" in names and "rms_norm_splitk" not in names
+    assert len(names) == len(KERNEL_NAMES)
+    assert_consistent(out)
+
+
+def test_build_from_another_directory_removes_no_other_kernel(work):
+    """Spec paths are recorded relative to the working directory; from another one they cannot be
+    matched, so the kernels of the other specs must be kept, not judged stale."""
+    fusegen("build", "rms_norm.toml", "--out", "../generated", "--jobs", "2", cwd=work / "specs")
+    out = work / "generated"
+    assert kernel_dirs(out) == KERNEL_NAMES
+    assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] == "rms_norm.toml"
+    assert_consistent(out)
