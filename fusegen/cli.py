@@ -84,6 +84,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     p.add_argument("--json", action="store_true", help="the plan as JSON (what plan.json holds)")
     p.set_defaults(func=cmd_plan)
+    bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
+    bench.add_argument("paths", nargs="+", help="spec files or directories")
+    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384])
+    bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
+    bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
+    bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
+    bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
+    bench.set_defaults(func=cmd_bench)
     return root
 
 

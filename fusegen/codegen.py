@@ -34,6 +34,21 @@ class KernelFrame:
     def hidden(self) -> int:
         return self.layout.hidden
 
+    def pin_row_layout(self, fragment: str) -> str:
+        """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
+        threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
+        the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
+        or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
+        layout = self.layout
+        flat = f"(i * {layout.padded_hidden} + j)"
+        thread = f"{flat} // {layout.vector} % {layout.threads}"
+        index = f"{flat} // {layout.vector * layout.threads} * {layout.vector} + j % {layout.vector}"
+        shape = f"({self.bm}, {self.columns})"
+        return (
+            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda i, j: {thread}, "
+            f"forward_index_fn=lambda i, j: {index})}})"
+        )
+
     def token(self, i: str = "i") -> str:
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
 

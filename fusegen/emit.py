@@ -41,6 +41,7 @@ def kernel_body(plan: Plan) -> list[str]:
         return REGISTRY[stage.kind].whole_kernel_variants[variant](stage, frame, plan.dtype)
     lines = [
         f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")',
+        frame.pin_row_layout("row"),
         f"T.copy(X[{frame.token('0')}, 0], row)",
     ]
     y_stored = not plan.writes_y

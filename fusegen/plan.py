@@ -55,11 +55,12 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             step = tile * multiple // math.gcd(tile, multiple)
             padded = -(-n // step) * step
             per_thread = block_m * padded // threads
-            if per_thread <= HARD_ELEMS_PER_THREAD:
+            # A vector must not straddle rows: every row starts at a multiple of hidden elements.
+            if per_thread <= HARD_ELEMS_PER_THREAD and n % vector == 0:
                 key = (
-                    padded - n,  # padding costs registers and idle lanes
-                    per_thread > SOFT_ELEMS_PER_THREAD,
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
+                    per_thread > SOFT_ELEMS_PER_THREAD,
+                    padded - n,  # padding costs registers and idle lanes, not DRAM bytes (masked)
                     abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
                     -vector,
                     threads,

@@ -62,7 +62,7 @@ class Launcher:
     def _expected_shape(self, spec: TensorSpec, tokens: int) -> tuple[int, ...]:
         return tuple(tokens if d == "m" else d for d in spec.shape)
 
-    def _check(self, spec: TensorSpec, tensor, tokens: int, device, role: str) -> None:
+    def _check_form(self, spec: TensorSpec, tensor, tokens: int, role: str) -> None:
         if not isinstance(tensor, torch.Tensor):
             self._fail(f"{role} '{spec.name}' must be a torch.Tensor, got {type(tensor).__name__}")
         if tensor.dtype != spec.dtype:
@@ -70,14 +70,16 @@ class Launcher:
         shape = self._expected_shape(spec, tokens)
         if tuple(tensor.shape) != shape:
             self._fail(f"{role} '{spec.name}' must have shape {shape}, got {tuple(tensor.shape)}")
-        if tensor.device.type != "cuda":
-            self._fail(f"{role} '{spec.name}' must be on a CUDA device, got {tensor.device}")
-        if tensor.device != device:
-            self._fail(f"{role} '{spec.name}' is on {tensor.device} but '{self.inputs[0].name}' is on {device}")
         if not tensor.is_contiguous():
             self._fail(f"{role} '{spec.name}' must be contiguous (got strides {tuple(tensor.stride())}); call .contiguous()")
         if tensor.numel() and tensor.data_ptr() % ALIGNMENT:
             self._fail(f"{role} '{spec.name}' must start on a {ALIGNMENT}-byte boundary (a view at an offset is not)")
+
+    def _check_device(self, spec: TensorSpec, tensor, device, role: str) -> None:
+        if tensor.device.type != "cuda":
+            self._fail(f"{role} '{spec.name}' must be on a CUDA device, got {tensor.device}")
+        if tensor.device != device:
+            self._fail(f"{role} '{spec.name}' is on {tensor.device} but '{self.inputs[0].name}' is on {device}")
 
     def __call__(self, *args, out=None):
         if len(args) != len(self.inputs):
@@ -91,15 +93,17 @@ class Launcher:
             self._fail(f"was generated for exactly {self.tokens} tokens (spec `tokens`), got {tokens}")
         device = first.device
         for spec, tensor in zip(self.inputs, args):
-            self._check(spec, tensor, tokens, device, "input")
-        if out is None:
-            results = [torch.empty(self._expected_shape(s, tokens), dtype=s.dtype, device=device) for s in self.outputs]
-        else:
-            if len(out) != len(self.outputs):
-                self._fail(f"out must hold {len(self.outputs)} tensors, got {len(out)}")
-            results = list(out)
-            for spec, tensor in zip(self.outputs, results):
-                self._check(spec, tensor, tokens, device, "output")
+            self._check_form(spec, tensor, tokens, "input")
+        if out is not None and len(out) != len(self.outputs):
+            self._fail(f"out must hold {len(self.outputs)} tensors, got {len(out)}")
+        for spec, tensor in zip(self.outputs, out or ()):
+            self._check_form(spec, tensor, tokens, "output")
+        for role, specs, tensors in (("input", self.inputs, args), ("output", self.outputs, out or ())):
+            for spec, tensor in zip(specs, tensors):
+                self._check_device(spec, tensor, device, role)
+        results = list(out) if out is not None else [
+            torch.empty(self._expected_shape(s, tokens), dtype=s.dtype, device=device) for s in self.outputs
+        ]
         if tokens:
             with torch.cuda.device(device):
                 self.compiled()(*args, *results)

@@ -19,7 +19,9 @@ MIN_GROUP = 8
 
 class QuantFP8Spec(OpSpec):
     kind: Literal["quant_fp8"]
-    group_size: Union[int, Literal["token"]] = "token"
+    group_size: Union[int, Literal["token"]] = Field(
+        default="token", description=f"'token' or a multiple of {MIN_GROUP} that divides hidden"
+    )
     fp8: Literal["e4m3fn", "e5m2"] = "e4m3fn"
     scale: Literal["fp32", "ue8m0"] = "fp32"
     amax_floor: float = Field(default=1e-10, gt=0.0, le=1.0)  # the bounds also reject nan and inf
@@ -33,10 +35,8 @@ def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
     if op.group_size == "token":
         return []
     g = op.group_size
-    if g < MIN_GROUP or g % MIN_GROUP:
-        return [("group_size", f'must be a multiple of {MIN_GROUP} (or "token"), got {g}')]
-    if ctx.hidden % g:
-        return [("group_size", f'must divide hidden = {ctx.hidden}, got {g} (or use "token")')]
+    if g < MIN_GROUP or g % MIN_GROUP or ctx.hidden % g:
+        return [("group_size", f"must be 'token' or a multiple of {MIN_GROUP} that divides hidden = {ctx.hidden}, got {g}")]
     return []
 
 

@@ -105,6 +105,7 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * Weight[{col}]"
     return [
         f'chunk = T.alloc_fragment(({bm}, {blk_k}), "float32")',
+        frame.pin_row_layout("chunk"),
         f'sumsq_terms = T.alloc_fragment(({bm}, {blk_k}), "float32")',
         f'partial = T.alloc_fragment(({bm},), "float32")',
         f'rstd = T.alloc_fragment(({bm},), "float32")',

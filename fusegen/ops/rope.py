@@ -15,7 +15,7 @@ from . import RANK_ROTATE, ChainContext, OpDef, OpSpec, register
 
 class RopeSpec(OpSpec):
     kind: Literal["rope"]
-    rope_dim: int = Field(gt=0)
+    rope_dim: int = Field(gt=0, description="an even integer from 2 to hidden")
     span: Literal["tail", "head"] = "tail"
     style: Literal["neox", "gptj"] = "neox"
 

@@ -47,6 +47,7 @@ def program():
     ):
         with T.Kernel(T.ceildiv(m, 1), threads=256) as block:
             row = T.alloc_fragment((1, 4096), "float32")
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 256, forward_index_fn=lambda i, j: (i * 4096 + j) // 2048 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             # op[0] RMSNorm(eps=1e-06, weight=True)
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")

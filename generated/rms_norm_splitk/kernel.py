@@ -38,6 +38,7 @@ def program():
     ):
         with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
             chunk = T.alloc_fragment((1, 1024), "float32")
+            T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
             sumsq_terms = T.alloc_fragment((1, 1024), "float32")
             partial = T.alloc_fragment((1,), "float32")
             rstd = T.alloc_fragment((1,), "float32")

@@ -1,0 +1,295 @@
+"""`fusegen bench`: how close each kernel runs to the memory floor, against the copy ceiling, torch
+eager and torch.compile of the same reference chain, all measured in one run on one GPU.
+
+Time is the median of many CUDA-event-timed calls after warm-up, over input sets rotated so that
+their total exceeds the L2 cache; for small token counts the GPU time comes from CUDA-graph replays
+and the host overhead per call is reported beside it. Effective bandwidth = ledger bytes / time.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import __version__
+
+DEFAULT_TOKENS = (1, 8, 256, 4096, 16384)
+BASELINES = ("eager", "compile", "compile_dynamic")
+GRAPH_TOKENS_MAX = 256
+L2_MULTIPLE = 3  # rotate enough input sets to exceed the L2 this many times over
+MAX_SETS = 64
+COPY_BYTES = 1 << 30
+
+
+@dataclass
+class Row:
+    kernel: str
+    tokens: int
+    impl: str  # fusegen | copy | eager | compile | compile_dynamic
+    median_us: float
+    p10_us: float
+    p90_us: float
+    ledger_bytes: int
+    tb_per_s: float
+    host_us_per_call: float | None
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return statistics.median(ordered), pick(0.1), pick(0.9)
+
+
+def time_events(fn, arg_sets, warmup: int, reps: int) -> list[float]:
+    """Microseconds per call, one CUDA event pair around each call, cycling through arg_sets."""
+    import torch
+
+    for i in range(warmup):
+        fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record()
+        fn(*arg_sets[i % len(arg_sets)])
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+
+
+def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
+    """Microseconds of GPU time per call from replays of a CUDA graph of `calls` back-to-back calls."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(3):
+            fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(*arg_sets[i % len(arg_sets)])
+    graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3 / calls)
+    return samples
+
+
+def host_per_call(fn, arg_sets, calls: int = 200) -> float:
+    """Wall-clock microseconds per call of back-to-back calls (what a server without graphs pays)."""
+    import torch
+
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    for i in range(calls):
+        fn(*arg_sets[i % len(arg_sets)])
+    torch.cuda.synchronize()
+    return (time.perf_counter() - begin) * 1e6 / calls
+
+
+def copy_ceiling(reps: int = 30) -> float:
+    """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written."""
+    import torch
+
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    samples = time_events(lambda: dst.copy_(src), [()], warmup=5, reps=reps)
+    return 2 * COPY_BYTES / (statistics.median(samples) * 1e-6) / 1e12
+
+
+def environment() -> dict:
+    import torch
+
+    try:
+        import tilelang
+
+        tilelang_version = tilelang.__version__
+    except ImportError:
+        tilelang_version = None
+    try:
+        driver = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        ).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        driver = None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": torch.cuda.get_device_name(),
+        "driver": driver,
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "tilelang": tilelang_version,
+        "fusegen": __version__,
+        "commit": os.environ.get("FUSEGEN_COMMIT") or _git_commit(),
+        "python": platform.python_version(),
+    }
+
+
+def _version(package: str):
+    try:
+        from importlib.metadata import version
+
+        return version(package)
+    except Exception:  # any metadata problem only means the version is unknown
+        return None
+
+
+def _git_commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def bench_kernel(module, ledger, name: str, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
+    import torch
+
+    from .testing import random_inputs
+
+    bytes_moved = ledger.fused_bytes(tokens)
+    sets = max(1, min(MAX_SETS, -(-L2_MULTIPLE * l2_bytes // max(bytes_moved, 1))))
+    generator = torch.Generator().manual_seed(tokens)
+    arg_sets = [random_inputs(module, tokens, generator) for _ in range(sets)]
+    eager = module.reference
+    makers = {
+        "eager": lambda: eager,
+        "compile": lambda: torch.compile(eager, dynamic=False),
+        "compile_dynamic": lambda: torch.compile(eager, dynamic=True),
+    }
+    impls = {"fusegen": module.kernel, **{b: makers[b]() for b in baselines}}
+    rows = []
+    small = tokens <= GRAPH_TOKENS_MAX
+    for impl, fn in impls.items():
+        progress(f"{name} m={tokens} {impl}")
+        if small:
+            samples = time_graph(fn, arg_sets)
+            host = host_per_call(fn, arg_sets)
+        else:
+            samples = time_events(fn, arg_sets, warmup=10, reps=100)
+            host = None
+        median, p10, p90 = _percentiles(samples)
+        rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, host))
+    return rows
+
+
+def render_table(rows: list[Row], ceiling: float) -> str:
+    lines = [
+        f"copy ceiling: {ceiling:.2f} TB/s (read + write)",
+        "",
+        "| kernel | tokens | fusegen µs | TB/s | × copy | eager µs | compile µs | compile(dynamic) µs | × compile | fusegen host µs/call |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    grouped: dict[tuple[str, int], dict[str, Row]] = {}
+    for row in rows:
+        grouped.setdefault((row.kernel, row.tokens), {})[row.impl] = row
+    for (kernel, tokens), by in grouped.items():
+        f = by["fusegen"]
+        us = lambda impl: f"{by[impl].median_us:.1f}" if impl in by else "–"
+        versus = f"{by['compile'].median_us / f.median_us:.2f}" if "compile" in by else "–"
+        host = f"{f.host_us_per_call:.1f}" if f.host_us_per_call is not None else "–"
+        lines.append(
+            f"| {kernel} | {tokens} | {f.median_us:.1f} | {f.tb_per_s:.2f} | {f.tb_per_s / ceiling:.2f} | {us('eager')} | "
+            f"{us('compile')} | {us('compile_dynamic')} | {versus} | {host} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[Row], ceiling: float, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kernels = sorted({r.kernel for r in rows})
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for kernel in kernels:
+        mine = sorted((r for r in rows if r.kernel == kernel and r.impl == "fusegen"), key=lambda r: r.tokens)
+        ax.plot([r.tokens for r in mine], [r.tb_per_s for r in mine], marker="o", label=kernel)
+    compiled = sorted((r for r in rows if r.impl == "compile" and r.kernel == kernels[-1]), key=lambda r: r.tokens)
+    if compiled:
+        ax.plot([r.tokens for r in compiled], [r.tb_per_s for r in compiled], "k:", marker="x", label=f"torch.compile ({kernels[-1]})")
+    ax.axhline(ceiling, color="red", linestyle="--", label=f"copy ceiling {ceiling:.2f} TB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens")
+    ax.set_ylabel("effective bandwidth (ledger bytes / median time), TB/s")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
+    """The spec as written, or re-targeted to each requested hidden size and dtype."""
+    out = []
+    for hidden in hiddens or [spec_dict["hidden"]]:
+        for dtype in dtypes or [spec_dict["dtype"]]:
+            data = json.loads(json.dumps(spec_dict))
+            if (hidden, dtype) != (spec_dict["hidden"], spec_dict["dtype"]):
+                data["name"] = f"{data['name']}_{dtype}_{hidden}"
+                data["hidden"], data["dtype"] = hidden, dtype
+            out.append(data)
+    return out
+
+
+def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=None, dtypes=None, baselines=None):
+    import torch
+    from tqdm import tqdm
+
+    from .build import collect_spec_files, load_and_plan
+    from .testing import build_variant
+    from .spec import KernelSpec
+
+    from .plan import plan as make_plan
+
+    written = load_and_plan(collect_spec_files(spec_paths))
+    plans = [make_plan(KernelSpec.model_validate(v), p.spec_file) for p in written for v in variants(p.spec, hiddens, dtypes)]
+    env = environment()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    ceiling = copy_ceiling()
+    rows: list[Row] = []
+    scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
+    total = len(plans) * len(tokens) * (1 + len(baselines or BASELINES))
+    with tqdm(total=total, unit="timing", dynamic_ncols=True) as bar:
+        def progress(label):
+            bar.set_description(label[:60])
+            bar.update(1)
+
+        for p in plans:
+            module = build_variant(KernelSpec.model_validate(p.spec), scratch)
+            for m in tokens:
+                if p.tokens and m != p.tokens:
+                    continue
+                rows += bench_kernel(module, p.ledger, p.name, m, l2, progress, baselines or BASELINES)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench.json").write_text(json.dumps({"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}, indent=1))
+    plot(rows, ceiling, out_dir / "bench.png", f"fusegen on {env['gpu']} ({env['date'][:10]})")
+    return rows, ceiling, env
+
+
+def main(args) -> int:
+    rows, ceiling, env = run(
+        [Path(p) for p in args.paths], tuple(args.tokens), Path(args.out_dir), args.hidden, args.dtype, tuple(args.baselines)
+    )
+    table = render_table(rows, ceiling)
+    header = ", ".join(f"{k} {v}" for k, v in env.items())
+    print(header)
+    print(table)
+    (Path(args.out_dir) / "bench.md").write_text(f"{header}\n\n{table}\n")
+    return 0

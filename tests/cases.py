@@ -1,0 +1,74 @@
+"""Named spec variations that reach every planner and emitter path. Each says what it is for.
+The CPU suite compiles all of them and checks their CUDA; the GPU matrix runs them against the
+reference at many token counts."""
+from __future__ import annotations
+
+RMS = {"kind": "rmsnorm"}
+LN = {"kind": "layernorm"}
+
+
+def rope(dim=64, **kw):
+    return {"kind": "rope", "rope_dim": dim, **kw}
+
+
+def quant(group="token", **kw):
+    return {"kind": "quant_fp8", "group_size": group, **kw}
+
+
+def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None):
+    spec = {"dtype": dtype, "hidden": hidden, "op": ops}
+    if outputs:
+        spec["outputs"] = outputs
+    if schedule:
+        spec["schedule"] = schedule
+    return purpose, spec
+
+
+CASES = {
+    # Seed chains at production widths and dtypes.
+    "rms_fp16_4096": case("plain RMSNorm, 16-byte vectors, 256 threads", [RMS], "float16"),
+    "rms_fp32_4096": case("float32 activations: 4-element vectors, 1e-4 tolerances", [RMS], "float32"),
+    "rms_bf16_7168": case("7168 = 7·1024: 8-byte vectors, no padding", [RMS], hidden=7168),
+    "rms_bf16_8192": case("wide row, 32 values per thread", [RMS], hidden=8192),
+    "rms_bf16_5120": case("5120: 20 values per thread", [RMS], hidden=5120),
+    "rms_bf16_1536": case("1536: a small model width", [RMS], hidden=1536),
+    "rms_bf16_256": case("the seed's small width: one warp per row", [RMS], hidden=256),
+    "rms_fp16_4000_padded": case("4000 is not a multiple of 8·threads: row padded to 4096, masked", [RMS], "float16", 4000),
+    "rms_bf16_1000_padded": case("1000: padded to 1024 with 64 threads", [RMS], hidden=1000),
+    "rms_fp16_1001_scalar": case("odd width: scalar accesses, padding", [RMS], "float16", 1001),
+    "rms_rstd_no_weight": case("rstd output, no weight", [{"kind": "rmsnorm", "weight": False}], outputs={"rstd": True}),
+    "rms_naive": case("naive variant: row staged in shared memory", [RMS], "float16", schedule={"variant": "naive"}),
+    "rms_splitk": case("split-K: two passes over 1024-column chunks", [RMS], "float16", schedule={"variant": "splitk", "blk_k": 1024}),
+    "rms_splitk_ragged": case("split-K with a ragged last chunk (5120 = 4.x·1024 → 5 chunks of 1024)", [RMS], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
+    "rms_splitk_padded_chunk": case("split-K whose chunk overhangs the row (1000 columns, 512-wide chunks)", [RMS], hidden=1000, schedule={"variant": "splitk", "blk_k": 512}),
+    "rms_block_m4": case("four rows per block: row guards on the last partial block", [RMS], hidden=1024, schedule={"block_m": 4}),
+    "ln_fp16_4096": case("LayerNorm with Y, Mean, Rstd", [LN], "float16", outputs={"mean": True, "rstd": True}),
+    "ln_bf16_4000_padded": case("LayerNorm on a padded row: centred padding must not enter the variance", [LN], hidden=4000, outputs={"mean": True}),
+    "ln_fp32_768_no_affine": case("LayerNorm without weight and bias", [{"kind": "layernorm", "weight": False, "bias": False}], "float32", 768),
+    # RoPE pairing.
+    "rope_tail_neox_64": case("RMSNorm → tail NeoX 64 (the seed's fused chain)", [RMS, rope(64)]),
+    "rope_tail_neox_32_small": case("the seed's small shape: N = 256, rope_dim 32", [RMS, rope(32)], "float16", 256),
+    "rope_tail_neox_64_n512": case("a span that is an eighth of a one-warp row", [RMS, rope(64)], hidden=512),
+    "rope_tail_neox_64_padded": case("RoPE on a padded row (1000 → 1024)", [RMS, rope(64)], hidden=1000),
+    "rope_head_gptj_128": case("head span, GPT-J pairs (DeepSeek MLA style)", [RMS, rope(128, span="head", style="gptj")]),
+    "rope_tail_gptj_64_7168": case("tail GPT-J on 8-byte vectors", [RMS, rope(64, style="gptj")], hidden=7168),
+    "rope_full_row_128": case("rope_dim = hidden: the whole row rotates", [RMS, rope(128)], "float32", 128),
+    "rope_block_m2": case("two rows per block: cos/sin reads guarded past the last token", [RMS, rope(64)], hidden=2048, schedule={"block_m": 2}),
+    "rope_alone": case("RoPE with no norm before it", [rope(64)], "float16", 1024),
+    # FP8 quantisation.
+    "quant_token_y": case("the seed's capstone: Y, Q, per-token Scale", [RMS, rope(64), quant()], "float16"),
+    "quant_token_no_y": case("Y dropped: Q and Scale only", [RMS, rope(64), quant()], "float16", outputs={"y": False}),
+    "quant_g128_bf16_7168": case("group 128 on 8-byte vectors", [RMS, rope(64), quant(128)], hidden=7168),
+    "quant_g64_e5m2_ue8m0": case("e5m2 codes with power-of-two scales", [RMS, rope(64), quant(64, fp8="e5m2", scale="ue8m0")]),
+    "quant_g128_fp32": case("float32 activations into group quant", [RMS, quant(128)], "float32", 2048),
+    "quant_g32_padded": case("32-wide groups on a padded row (4000 → 4096)", [RMS, quant(32)], hidden=4000),
+    "quant_ln_rope_g128": case("LayerNorm → GPT-J tail RoPE 128 → group 128", [LN, rope(128, style="gptj"), quant(128)], "float16", outputs={"y": False, "mean": True, "rstd": True}),
+    "quant_alone": case("per-token cast to FP8 with no other op", [quant()], "float16", 2048),
+    "quant_alone_g128_block_m2": case("group quant, two rows per block", [quant(128)], hidden=1024, schedule={"block_m": 2}),
+    "quant_rope_256": case("RoPE → quant at the seed's small width", [rope(32), quant(128)], "float16", 256),
+}
+
+
+def spec_for(name: str) -> dict:
+    purpose, spec = CASES[name]
+    return {"name": name, **spec}

@@ -1,0 +1,71 @@
+"""Each generated torch reference against the independent float64 formulation in oracle.py (CPU)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusegen.spec import KernelSpec
+from fusegen.testing import build_variant, random_inputs
+
+import oracle
+
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
+EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
+# Options the examples do not reach: gptj and head spans, ue8m0 and e5m2, layernorm into quant, no weight/bias.
+EXTRA_SPECS = [
+    {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512, "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
+    {"name": "ln_group", "dtype": "float32", "hidden": 768, "op": [{"kind": "layernorm", "bias": False}, {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "ue8m0"}], "outputs": {"mean": True, "rstd": True}},
+    {"name": "rope_quant", "dtype": "float16", "hidden": 256, "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
+    {"name": "quant_only", "dtype": "bfloat16", "hidden": 1024, "op": [{"kind": "quant_fp8", "group_size": 32}]},
+    {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
+]
+CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
+# The reference rounds y once to its dtype; the oracle does not round at all.
+Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return tmp_path_factory.mktemp("references")
+
+
+@pytest.mark.parametrize("spec", CASES)
+def test_reference_matches_float64_oracle(spec, scratch):
+    module = build_variant(KernelSpec.model_validate(spec), scratch)
+    generator = torch.Generator().manual_seed(hash(spec["name"]) & 0xFFFF)
+    tokens = 7
+    inputs = random_inputs(module, tokens, generator, device="cpu")
+    named = dict(zip((s.name for s in module.INPUTS), inputs))
+    got = module.reference(*inputs)._asdict()
+    want = oracle.run_chain(KernelSpec.model_validate(spec).model_dump(mode="json"), named)
+    assert set(got) == {s.name for s in module.OUTPUTS}
+    if "y" in got:
+        rel = Y_TOLERANCE[spec["dtype"]]
+        torch.testing.assert_close(got["y"].double(), want["y"], rtol=rel, atol=rel)
+    for stat in ("mean", "rstd"):
+        if stat in got:
+            torch.testing.assert_close(got[stat].double(), want[stat], rtol=1e-5, atol=1e-6)
+    if "q" in got:
+        torch.testing.assert_close(got["scale"].double(), want["scale"], rtol=1e-5, atol=0)
+        unrounded = want["q_unrounded"]
+        # The fp8 code must be the nearest one to the exact quotient; fp32 vs fp64 differences may
+        # only flip a code that sits within a hair of a rounding midpoint.
+        expected = unrounded.to(got["q"].dtype)
+        mismatched = (got["q"].view(torch.uint8) != expected.view(torch.uint8)).float().mean().item()
+        assert mismatched < 1e-3, f"{mismatched:.2%} of fp8 codes are not the nearest to v / scale"
+        # Rounding to nearest is off by at most half a step: relative 2^-4 (e4m3) or 2^-3 (e5m2) for normal
+        # values, half the subnormal spacing below them.
+        e4m3 = got["q"].dtype == torch.float8_e4m3fn
+        half_step, half_subnormal = (2.0**-4, 2.0**-10) if e4m3 else (2.0**-3, 2.0**-17)
+        error = (got["q"].double() - unrounded).abs()
+        assert (error <= half_step * unrounded.abs() + half_subnormal).all()
+
+
+def test_oracle_covers_every_registered_op():
+    from fusegen.ops import REGISTRY
+
+    kinds = {op["kind"] for s in EXAMPLE_SPECS + EXTRA_SPECS for op in s["op"]}
+    assert kinds == set(REGISTRY)
