@@ -1,6 +1,7 @@
 """Errors meant for people: which file, which line, which key, what was wrong, what is allowed."""
 from __future__ import annotations
 
+import datetime
 import difflib
 from dataclasses import dataclass
 
@@ -8,15 +9,39 @@ from dataclasses import dataclass
 SPEC_ERROR_EXIT = 2
 
 
-def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(str(word), sorted(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+def did_you_mean(word: str, choices, aliases: dict[str, str] | None = None) -> str:
+    """A close spelling among `choices`, ignoring case (`RMSNorm` → `rmsnorm`); `aliases` maps other
+    names in common use (`fp16`) to the choice they stand for."""
+    by_lower = {str(choice).lower(): str(choice) for choice in choices}
+    typed = str(word).lower()
+    guess = aliases.get(typed) if aliases else None
+    if guess is None:
+        close = difflib.get_close_matches(typed, sorted(by_lower), n=1, cutoff=0.6)
+        guess = by_lower[close[0]] if close else None
+    return f" (did you mean '{guess}'?)" if guess else ""
 
 
 def shown(value) -> str:
-    """A user value rendered safely on one line: long or odd strings cannot flood or spoof the message."""
-    text = ascii(value) if isinstance(value, str) else repr(value)
+    """A user value written as in TOML, safely on one line: long or odd strings cannot flood or spoof the message."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = ascii(value)
+    elif isinstance(value, (datetime.date, datetime.time)):
+        text = f"the date/time {value.isoformat()}"
+    elif isinstance(value, dict):
+        text = f"a table {value!r}"
+    elif isinstance(value, list):
+        text = f"an array {value!r}"
+    else:
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and other unprintable characters escaped: one error is one line, and a
+    file or key name cannot inject terminal escapes or a fake second message."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 @dataclass
@@ -29,7 +54,7 @@ class SpecError(Exception):
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         key = f" {self.key}:" if self.key else ""
-        return f"{where}:{key} {self.message}"
+        return one_line(f"{where}:{key} {self.message}")
 
 
 class ChainError(Exception):
