@@ -89,10 +89,18 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
+# ue8m0 rounds the scale up to a power of two with integer arithmetic on its bits: adding the largest
+# mantissa carries into the exponent unless the mantissa is already zero. exp2(ceil(log2(s))) would
+# depend on the log2 implementation's last ulp, and CUDA's and torch's disagree near powers of two.
+POWER_OF_TWO_CEIL = (0x7FFFFF, 0x7F800000)
+
+
 def _scale_expr(params: dict, amax: str) -> str:
     scale = f"T.max({amax}, {literal(params['amax_floor'])}) / {literal(params['fp8_max'])}"
     if params["scale"] == "ue8m0":
-        return f"T.exp2(T.ceil(T.log2({scale})))"
+        carry, exponent = POWER_OF_TWO_CEIL
+        bits = f'T.reinterpret({scale}, "int32")'
+        return f'T.reinterpret(T.bitwise_and({bits} + {carry}, {exponent}), "float32")'
     return scale
 
 
@@ -132,10 +140,16 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     p = stage.params
     g = group_width(p, hidden)
     fp8_max = literal(p["fp8_max"])
-    scale = f"groups.abs().amax(dim=-1, keepdim=True).clamp_min({literal(p['amax_floor'])}) / {fp8_max}"
-    lines = ["groups = v.view(v.shape[0], -1, " + str(g) + ")", f"scale = {scale}"]
+    lines = [
+        f"groups = v.view(v.shape[0], -1, {g})",
+        # A tensor divisor: divided by a Python float, torch multiplies by its rounded reciprocal, which
+        # is not the IEEE quotient the kernel computes and shifts fp8 codes that sit on a tie.
+        f"fp8_max = torch.tensor({fp8_max}, device=v.device)",
+        f"scale = groups.abs().amax(dim=-1, keepdim=True).clamp_min({literal(p['amax_floor'])}) / fp8_max",
+    ]
     if p["scale"] == "ue8m0":
-        lines.append("scale = torch.exp2(torch.ceil(torch.log2(scale)))")
+        carry, exponent = POWER_OF_TWO_CEIL
+        lines.append(f"scale = ((scale.view(torch.int32) + {carry}) & {exponent}).view(torch.float32)")
     lines += [
         f'out["q"] = (groups / scale).clamp(-{fp8_max}, {fp8_max}).to(torch.{p["fp8_dtype"]}).view(v.shape)',
         'out["scale"] = scale.squeeze(-1)',

@@ -1,0 +1,64 @@
+"""Renders the GPU verification record (docs/gpu-verification.md) from the JSON the GPU test session
+writes (FUSEGEN_GPU_REPORT) and the memcheck log."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+
+def _kernel_of(nodeid: str) -> str:
+    path, _, test = nodeid.partition("::")
+    if path.startswith("generated/"):
+        return path.split("/")[1]
+    case = re.search(r"\[(?:\d+-)?([A-Za-z0-9_]+)\]$", test) or re.search(r"\[([^\]]+)\]$", test)
+    return f"{Path(path).stem}: {case.group(1) if case else test.split('[')[0]}"
+
+
+def render(report: dict, memcheck: str | None) -> str:
+    env = report["environment"]
+    tests = report["tests"]
+    counts = Counter(t["outcome"] for t in tests)
+    per_kernel: dict[str, Counter] = defaultdict(Counter)
+    for t in tests:
+        per_kernel[_kernel_of(t["test"])][t["outcome"]] += 1
+    lines = [
+        "# GPU verification record",
+        "",
+        "Written by `python -m fusegen.verification` from the GPU test session; do not edit by hand.",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in env.items()),
+        f"| pytest exit status | {report['exit_status']} |",
+        "",
+        f"**{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, {counts.get('skipped', 0)} skipped** "
+        "(`pytest -m gpu tests generated`).",
+        "",
+        "| kernel or case | passed | failed | skipped |",
+        "|---|---:|---:|---:|",
+        *(f"| {k} | {c.get('passed', 0)} | {c.get('failed', 0)} | {c.get('skipped', 0)} |" for k, c in sorted(per_kernel.items())),
+    ]
+    failed = [t["test"] for t in tests if t["outcome"] == "failed"]
+    if failed:
+        lines += ["", "Failed:", *(f"- `{name}`" for name in failed)]
+    if memcheck is not None:
+        summary = [l for l in memcheck.splitlines() if "ERROR SUMMARY" in l or l.startswith("memcheck ")]
+        lines += ["", "## compute-sanitizer memcheck", "", "```", *summary, "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    report = json.loads(Path(argv[0]).read_text())
+    memcheck = Path(argv[1]).read_text() if len(argv) > 1 and Path(argv[1]).exists() else None
+    out = Path(argv[2]) if len(argv) > 2 else Path("docs/gpu-verification.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(report, memcheck))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole GPU verification in one device call: the GPU test matrix (records a JSON report), memcheck of
+# every example kernel, then the benchmark. Run from the repo root with tilelang importable; logs to $OUT.
+set -u
+out=${OUT:-/tmp/fusegen-gpu}
+mkdir -p "$out"
+export FUSEGEN_GPU_REPORT="$out/gpu-report.json"
+python3 -m pytest -m gpu tests generated -q -p no:cacheprovider -n 8 2>&1 | tee "$out/pytest.log" | tail -15
+unset FUSEGEN_GPU_REPORT
+compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/gpu_memcheck.py > "$out/memcheck.log" 2>&1
+echo "memcheck exit $?" | tee -a "$out/memcheck.log"
+grep -E "memcheck |ERROR SUMMARY" "$out/memcheck.log" | tail -10

@@ -1,0 +1,45 @@
+"""The GPU matrix: every case of cases.py against its reference at token counts that reach the size-1,
+odd, partial-block and larger-than-L2 paths, from ONE compilation per kernel (dynamic token count)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from fusegen import testing
+from fusegen.spec import KernelSpec
+
+from cases import CASES, spec_for
+
+# 1: a single row; 3: odd, below any block_m; 8: the seed's small M; 255: a partial last block for
+# block_m 2 and 4; 4096: the seed's M; 16384: inputs well beyond the 60 MB L2.
+TOKENS = (1, 3, 8, 255, 4096, 16384)
+_modules: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
+    return tmp_path_factory.mktemp("gpu-matrix")
+
+
+def module_for(name: str, scratch):
+    if name not in _modules:
+        _modules[name] = testing.build_variant(KernelSpec.model_validate(spec_for(name)), scratch)
+    return _modules[name]
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("tokens", TOKENS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_matches_reference(name, tokens, scratch):
+    testing.run_and_compare(module_for(name, scratch), tokens)
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_compilation_served_every_token_count(name, scratch):
+    module = module_for(name, scratch)
+    for tokens in TOKENS:
+        testing.run_and_compare(module, tokens)
+    assert module.launcher.compilations == 1
