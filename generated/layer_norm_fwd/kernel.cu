@@ -17,18 +17,18 @@
 #endif
 
 extern "C" __global__ void layer_norm_fwd_kernel(const half_t* __restrict__ Bias, float* __restrict__ Mean, float* __restrict__ Rstd, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m);
-extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const half_t* __restrict__ Bias, float* __restrict__ Mean, float* __restrict__ Rstd, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
+extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const half_t* __restrict__ Bias, float* __restrict__ Mean, float* __restrict__ Rstd, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* workspace = ((void*)((char*)buf_dyn_shmem + 0));
   void* workspace_1 = ((void*)((char*)buf_dyn_shmem + 0));
-  float row[16];
+  float row[32];
   float mean[1];
-  float centered_sq[16];
+  float centered_sq[32];
   float rstd[1];
   #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
-    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
+    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
     for (int vec = 0; vec < 2; ++vec) {
       float4 __1;
       uint2 v_ = *(uint2*)(X_local_cast + (vec * 4));
@@ -39,13 +39,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const
   }
   mean[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv = 0; rv < 16; ++rv) {
-    mean[0] = (mean[0] + row[(((rv & 1) * 8) + (rv >> 1))]);
+  for (int rv = 0; rv < 32; ++rv) {
+    mean[0] = (mean[0] + row[(((rv & 3) * 8) + (rv >> 2))]);
   }
-  mean[0] = tl::AllReduce<tl::SumOp, 256, 1, 0, tl::NamedBarrier<256>>::run(mean[0], (&(((float*)workspace_1)[0])));
+  mean[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(mean[0], (&(((float*)workspace_1)[0])));
   mean[0] = (mean[0] / 0x1p+12f/*4.096000e+03*/);
   #pragma unroll
-  for (int i_1 = 0; i_1 < 4; ++i_1) {
+  for (int i_1 = 0; i_1 < 8; ++i_1) {
     float4 __2;
       float4 v__1 = *(float4*)(row + (i_1 * 4));
       float4 v__2 = make_float4(mean[0], mean[0], mean[0], mean[0]);
@@ -56,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const
     *(float4*)(row + (i_1 * 4)) = __2;
   }
   #pragma unroll
-  for (int i_2 = 0; i_2 < 4; ++i_2) {
+  for (int i_2 = 0; i_2 < 8; ++i_2) {
     float4 __3;
       float4 v__3 = *(float4*)(row + (i_2 * 4));
       __3.x = (v__3.x*v__3.x);
@@ -67,22 +67,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const
   }
   rstd[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv_1 = 0; rv_1 < 16; ++rv_1) {
-    rstd[0] = (rstd[0] + centered_sq[(((rv_1 & 1) * 8) + (rv_1 >> 1))]);
+  for (int rv_1 = 0; rv_1 < 32; ++rv_1) {
+    rstd[0] = (rstd[0] + centered_sq[(((rv_1 & 3) * 8) + (rv_1 >> 2))]);
   }
   __syncthreads();
-  rstd[0] = tl::AllReduce<tl::SumOp, 256, 1, 0, tl::NamedBarrier<256>>::run(rstd[0], (&(((float*)workspace)[0])));
+  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace)[0])));
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
   if (((int)threadIdx.x) == 0) {
     Mean[((int64_t)((int)blockIdx.x))] = mean[0];
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 2; ++i_3) {
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Weight_local_cast_1[8];
     half_t Bias_local_cast_2[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 2048) + (((int)threadIdx.x) * 8)));
-    *(uint4*)(Bias_local_cast_2 + 0) = *(uint4*)(Bias + ((i_3 * 2048) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Bias_local_cast_2 + 0) = *(uint4*)(Bias + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __4;
         float4 __5;
@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const
     }
   }
   #pragma unroll
-  for (int i_4 = 0; i_4 < 2; ++i_4) {
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
     half_t Y_local_cast_3[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __9;
@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) layer_norm_fwd_kernel(const
       ((half2*)(&__9))[1] = __float22half2_rn(((float2*)(&v__8))[1]);
       *(uint2*)(Y_local_cast_3 + (vec_2 * 4)) = __9;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_4) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_4) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
   }
 }
 

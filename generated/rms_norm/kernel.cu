@@ -17,15 +17,15 @@
 #endif
 
 extern "C" __global__ void rms_norm_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m);
-extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
-  float row[16];
-  float sumsq_terms[16];
+extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
+  float row[32];
+  float sumsq_terms[32];
   float rstd[1];
   extern __shared__ __align__(1024) float workspace[];
   #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
-    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
+    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
     for (int vec = 0; vec < 2; ++vec) {
       float4 __1;
       uint2 v_ = *(uint2*)(X_local_cast + (vec * 4));
@@ -35,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_kernel(const half_
     }
   }
   #pragma unroll
-  for (int i_1 = 0; i_1 < 4; ++i_1) {
+  for (int i_1 = 0; i_1 < 8; ++i_1) {
     float4 __2;
       float4 v__1 = *(float4*)(row + (i_1 * 4));
       __2.x = (v__1.x*v__1.x);
@@ -46,15 +46,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_kernel(const half_
   }
   rstd[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv = 0; rv < 16; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 1) * 8) + (rv >> 1))]);
+  for (int rv = 0; rv < 32; ++rv) {
+    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
   }
-  rstd[0] = tl::AllReduce<tl::SumOp, 256, 1, 0, tl::NamedBarrier<256>>::run(rstd[0], (&(workspace[0])));
+  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(workspace[0])));
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
-  for (int i_2 = 0; i_2 < 2; ++i_2) {
+  for (int i_2 = 0; i_2 < 4; ++i_2) {
     half_t Weight_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 2048) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __3;
         float4 __4;
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_kernel(const half_
     }
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 2; ++i_3) {
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Y_local_cast_2[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __6;
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_kernel(const half_
       ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
       *(uint2*)(Y_local_cast_2 + (vec_2 * 4)) = __6;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_3) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_3) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
 }
 

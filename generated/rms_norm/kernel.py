@@ -2,8 +2,8 @@
 # identity: rms_norm-2af63b213060
 """rms_norm: RMSNorm(eps=1e-06, weight=True) over hidden = 4096, float16.
 
-Schedule: fragment, 256 threads, 16-byte vectors, 1 row(s) per block.
-  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), closest to the 16 per thread that keeps several loads in flight without crowding registers
+Schedule: fragment, 128 threads, 16-byte vectors, 1 row(s) per block.
+  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
@@ -36,9 +36,9 @@ def program():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=256) as block:
+        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 256, forward_index_fn=lambda i, j: (i * 4096 + j) // 2048 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             # op[0] RMSNorm(eps=1e-06, weight=True)
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")

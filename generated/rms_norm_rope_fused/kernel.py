@@ -2,8 +2,8 @@
 # identity: rms_norm_rope_fused-f3f2034d0ae1
 """rms_norm_rope_fused: RMSNorm(eps=1e-06, weight=True) → RoPE(neox, tail 64 columns [4032, 4096)) over hidden = 4096, float16.
 
-Schedule: fragment, 256 threads, 16-byte vectors, 1 row(s) per block.
-  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), closest to the 16 per thread that keeps several loads in flight without crowding registers
+Schedule: fragment, 128 threads, 16-byte vectors, 1 row(s) per block.
+  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
   - variant auto → fragment: the whole row fits in registers, so x is read once
   - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
 Inputs:
@@ -42,9 +42,9 @@ def program():
         Sin: T.Tensor((m, 32), "float32"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=256) as block:
+        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 256, forward_index_fn=lambda i, j: (i * 4096 + j) // 2048 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             # op[0] RMSNorm(eps=1e-06, weight=True)
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")

@@ -19,20 +19,21 @@
 #endif
 
 extern "C" __global__ void rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m);
-extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
+extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* rope_span = ((void*)((char*)buf_dyn_shmem + 0));
   void* workspace = ((void*)((char*)buf_dyn_shmem + 0));
   void* workspace_1 = ((void*)((char*)buf_dyn_shmem + 0));
-  float row[16];
-  float sumsq_terms[16];
+  float row[32];
+  float sumsq_terms[32];
   float rstd[1];
   float group_scale[1];
-  fp8_e4_t quantized[16];
+  float inverse_scale[1];
+  fp8_e4_t quantized[32];
   #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
-    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
+    *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
     for (int vec = 0; vec < 2; ++vec) {
       float4 __1;
       uint2 v_ = *(uint2*)(X_local_cast + (vec * 4));
@@ -42,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
     }
   }
   #pragma unroll
-  for (int i_1 = 0; i_1 < 4; ++i_1) {
+  for (int i_1 = 0; i_1 < 8; ++i_1) {
     float4 __2;
       float4 v__1 = *(float4*)(row + (i_1 * 4));
       __2.x = (v__1.x*v__1.x);
@@ -53,15 +54,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   }
   rstd[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv = 0; rv < 16; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 1) * 8) + (rv >> 1))]);
+  for (int rv = 0; rv < 32; ++rv) {
+    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
   }
-  rstd[0] = tl::AllReduce<tl::SumOp, 256, 1, 0, tl::NamedBarrier<256>>::run(rstd[0], (&(((float*)workspace_1)[0])));
+  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace_1)[0])));
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
-  for (int i_2 = 0; i_2 < 2; ++i_2) {
+  for (int i_2 = 0; i_2 < 4; ++i_2) {
     half_t Weight_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 2048) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __3;
         float4 __4;
@@ -83,20 +84,20 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
     }
   }
   __syncthreads();
-  if (248 <= ((int)threadIdx.x)) {
+  if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
     for (int i_3 = 0; i_3 < 2; ++i_3) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_3 * 4)) - 1984)) = *(float4*)(row + ((i_3 * 4) + 8));
+      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_3 * 4)) - 960)) = *(float4*)(row + ((i_3 * 4) + 24));
     }
   }
   __syncthreads();
-  if (248 <= ((int)threadIdx.x)) {
+  if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
       float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
       float4 __6;
         float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 1984));
+          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 960));
           float4 v__6 = *(float4*)(Cos + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
           __7.x = (v__5.x*v__6.x);
           __7.y = (v__5.y*v__6.y);
@@ -104,9 +105,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
           __7.w = (v__5.w*v__6.w);
         float4 __8;
           float4 condval;
-          if ((((int)threadIdx.x) < 252)) {
+          if ((((int)threadIdx.x) < 124)) {
             float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 1952));
+              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 928));
               float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
               __9.x = (v__7.x*v__8.x);
               __9.y = (v__7.y*v__8.y);
@@ -114,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
               __9.w = (v__7.w*v__8.w);
             condval = __9;
           } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 2016));
+            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 992));
           }
           float4 v__9 = *(float4*)(Sin + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
           __8.x = (condval.x*v__9.x);
@@ -125,11 +126,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
         __6.y = (__7.y+__8.y);
         __6.z = (__7.z+__8.z);
         __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_4 * 4) + 8)) = __6;
+      *(float4*)(row + ((i_4 * 4) + 24)) = __6;
     }
   }
   #pragma unroll
-  for (int i_5 = 0; i_5 < 2; ++i_5) {
+  for (int i_5 = 0; i_5 < 4; ++i_5) {
     half_t Y_local_cast_2[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __10;
@@ -138,29 +139,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
       ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
       *(uint2*)(Y_local_cast_2 + (vec_2 * 4)) = __10;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_5) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_5) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
   group_scale[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv_1 = 0; rv_1 < 16; ++rv_1) {
-    group_scale[0] = max(group_scale[0], max(row[(((rv_1 & 1) * 8) + (rv_1 >> 1))], (0x0p+0f/*0.000000e+00*/ - row[(((rv_1 & 1) * 8) + (rv_1 >> 1))])));
+  for (int rv_1 = 0; rv_1 < 32; ++rv_1) {
+    group_scale[0] = max(group_scale[0], max(row[(((rv_1 & 3) * 8) + (rv_1 >> 2))], (0x0p+0f/*0.000000e+00*/ - row[(((rv_1 & 3) * 8) + (rv_1 >> 2))])));
   }
   __syncthreads();
-  group_scale[0] = tl::AllReduce<tl::MaxOp, 256, 1, 0, tl::NamedBarrier<256>>::run(group_scale[0], (&(((float*)workspace)[0])));
+  group_scale[0] = tl::AllReduce<tl::MaxOp, 128, 1, 0, tl::NamedBarrier<128>>::run(group_scale[0], (&(((float*)workspace)[0])));
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_6 = 0; i_6 < 4; ++i_6) {
+  for (int i_6 = 0; i_6 < 8; ++i_6) {
     float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
     float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __11;
     float4 __12;
       float4 __13;
         float4 v__11 = *(float4*)(row + (i_6 * 4));
-        float4 v__12 = make_float4(group_scale[0], group_scale[0], group_scale[0], group_scale[0]);
-        __13.x = (v__11.x/v__12.x);
-        __13.y = (v__11.y/v__12.y);
-        __13.z = (v__11.z/v__12.z);
-        __13.w = (v__11.w/v__12.w);
+        float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+        __13.x = (v__11.x*v__12.x);
+        __13.y = (v__11.y*v__12.y);
+        __13.z = (v__11.z*v__12.z);
+        __13.w = (v__11.w*v__12.w);
       float4 clamp_arg = __13;
       float4 v__13 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
       float4 v__14 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
@@ -173,8 +175,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
     *(fp8_e4_4_t*)(quantized + (i_6 * 4)) = __11;
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 2; ++i_7) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_7 * 8));
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_7 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];

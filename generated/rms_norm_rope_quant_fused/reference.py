@@ -22,6 +22,6 @@ def reference(x, weight, cos, sin):
     groups = v.view(v.shape[0], -1, 4096)
     fp8_max = torch.tensor(448.0, device=v.device)
     scale = groups.abs().amax(dim=-1, keepdim=True).clamp_min(1e-10) / fp8_max
-    out["q"] = (groups / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(v.shape)
+    out["q"] = (groups * (1.0 / scale)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(v.shape)
     out["scale"] = scale.squeeze(-1)
     return Outputs(**out)
