@@ -152,10 +152,10 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     fp8_max = literal(p["fp8_max"])
     lines = [
         f"groups = v.view(v.shape[0], -1, {g})",
+        f"amax = groups.abs().amax(dim=-1, keepdim=True).clamp_min({literal(p['amax_floor'])})",
         # A tensor divisor: divided by a Python float, torch multiplies by its rounded reciprocal, which
         # is not the IEEE quotient the kernel computes and shifts fp8 codes that sit on a tie.
-        f"fp8_max = torch.tensor({fp8_max}, device=v.device)",
-        f"scale = groups.abs().amax(dim=-1, keepdim=True).clamp_min({literal(p['amax_floor'])}) / fp8_max",
+        f"scale = amax / torch.full_like(amax, {fp8_max})",
     ]
     if p["scale"] == "ue8m0":
         carry, exponent = POWER_OF_TWO_CEIL
