@@ -105,6 +105,9 @@ class Launcher:
             torch.empty(self._expected_shape(s, tokens), dtype=s.dtype, device=device) for s in self.outputs
         ]
         if tokens:
-            with torch.cuda.device(device):
+            if device.index == torch.cuda.current_device():
                 self.compiled()(*args, *results)
+            else:  # switching devices costs microseconds per call, so only when needed
+                with torch.cuda.device(device):
+                    self.compiled()(*args, *results)
         return self.output_type(*results)
