@@ -223,12 +223,14 @@ def plot(rows: list[Row], ceiling: float, path: Path, title: str) -> None:
 
     kernels = sorted({r.kernel for r in rows})
     fig, ax = plt.subplots(figsize=(9, 5.5))
-    for kernel in kernels:
-        mine = sorted((r for r in rows if r.kernel == kernel and r.impl == "fusegen"), key=lambda r: r.tokens)
-        ax.plot([r.tokens for r in mine], [r.tb_per_s for r in mine], marker="o", label=kernel)
-    compiled = sorted((r for r in rows if r.impl == "compile" and r.kernel == kernels[-1]), key=lambda r: r.tokens)
-    if compiled:
-        ax.plot([r.tokens for r in compiled], [r.tb_per_s for r in compiled], "k:", marker="x", label=f"torch.compile ({kernels[-1]})")
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, kernel in enumerate(kernels):
+        color = colors[index % len(colors)]
+        for impl, style, label in (("fusegen", "-o", kernel), ("compile", ":x", None)):
+            mine = sorted((r for r in rows if r.kernel == kernel and r.impl == impl), key=lambda r: r.tokens)
+            if mine:
+                ax.plot([r.tokens for r in mine], [r.tb_per_s for r in mine], style, color=color, label=label, markersize=4)
+    ax.plot([], [], "k:x", label="torch.compile of the same chain (dotted, same colour)")
     ax.axhline(ceiling, color="red", linestyle="--", label=f"copy ceiling {ceiling:.2f} TB/s")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tokens")

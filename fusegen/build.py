@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,7 +139,11 @@ def _compile_all(paths: list[str], jobs: int) -> list[str]:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
         futures = [pool.submit(_compile_one, path) for path in paths]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except BrokenProcessPool:
+            # A compiler worker died outright (a crash inside TVM, or killed for memory).
+            raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
 
 
 def _compile_one(path: str) -> str:

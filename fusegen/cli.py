@@ -96,6 +96,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Reports use a few non-ASCII symbols (×, →); a terminal without UTF-8 gets escapes, not a crash.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
     return args.func(args)
 

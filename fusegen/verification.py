@@ -3,18 +3,20 @@ writes (FUSEGEN_GPU_REPORT) and the memcheck log."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 
 def _kernel_of(nodeid: str) -> str:
+    """Groups a test under the kernel it proves: a generated kernel, a matrix case, or an edge-case test."""
     path, _, test = nodeid.partition("::")
     if path.startswith("generated/"):
         return path.split("/")[1]
-    case = re.search(r"\[(?:\d+-)?([A-Za-z0-9_]+)\]$", test) or re.search(r"\[([^\]]+)\]$", test)
-    return f"{Path(path).stem}: {case.group(1) if case else test.split('[')[0]}"
+    function, _, params = test.partition("[")
+    if "matrix" in path and params:
+        return f"matrix case {params.rstrip(']').split('-')[0]}"
+    return f"{Path(path).stem}::{function}"
 
 
 def render(report: dict, memcheck: str | None) -> str:

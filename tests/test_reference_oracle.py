@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,30 @@ def test_oracle_covers_every_registered_op():
 
     kinds = {op["kind"] for s in EXAMPLE_SPECS + EXTRA_SPECS for op in s["op"]}
     assert kinds == set(REGISTRY)
+
+
+@pytest.mark.parametrize("scale_kind", ["fp32", "ue8m0"])
+def test_quant_scale_is_the_exact_quotient(scale_kind, scratch):
+    """Pins the rule the H200 run found: the reference's scale is the IEEE quotient amax / fp8_max (torch
+    divides by a Python float through a rounded reciprocal), and ue8m0 is the exact power-of-two ceiling
+    (log2 differs in the last ulp between CUDA and torch near powers of two)."""
+    import math
+
+    spec = {"name": f"scale_{scale_kind}", "dtype": "float32", "hidden": 256, "op": [{"kind": "quant_fp8", "group_size": 32, "scale": scale_kind}]}
+    module = build_variant(KernelSpec.model_validate(spec), scratch)
+    x = torch.randn(6, 256, generator=torch.Generator().manual_seed(11))
+    # Group maxima on and one ulp beside a power of two times 448, where both rules bite.
+    x[0, 0] = 448.0 * 2.0**-7
+    x[1, 0] = torch.nextafter(torch.tensor(448.0 * 2.0**-7), torch.tensor(1.0)).item()
+    x[2, 0] = 3.0625
+    scale = module.reference(x).scale
+    amax = x.abs().view(6, 8, 32).amax(dim=-1)
+    expected = (amax.double() / 448.0).float()  # binary64 then binary32: correctly rounded for a quotient
+    if scale_kind == "ue8m0":
+        ceil_pow2 = lambda s: s if math.frexp(s)[0] == 0.5 else 2.0 ** math.frexp(s)[1]
+        expected = torch.tensor([[ceil_pow2(s) for s in row] for row in expected.tolist()], dtype=torch.float32)
+    assert torch.equal(scale, expected)
+    # On the CPU torch divides by a Python float exactly; on CUDA it multiplies by the rounded
+    # reciprocal. Only the text can show the GPU-only hazard here.
+    reference_text = (Path(module.__file__).parent / "reference.py").read_text()
+    assert not re.search(r"/ *-?[0-9]", reference_text), "the reference divides by a number literal"
