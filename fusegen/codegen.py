@@ -49,6 +49,37 @@ class KernelFrame:
             f"forward_index_fn=lambda i, j: {index})}})"
         )
 
+    def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:
+        """Reduces each row of `source` (block_m, columns) into `result` (block_m,) with one barrier.
+
+        TileLang's T.reduce_* over a whole row halves across warps through shared memory first, two
+        barriers per halving above 32 lanes (NOTES.md). Here each thread folds its own values, a warp
+        folds its lanes by shuffles, and one shared-memory exchange combines the warps. Relies on the
+        pinned row layout: thread t holds columns t·vector … of every row, `vector` at a time."""
+        layout = self.layout
+        chunks = layout.padded_hidden // (layout.vector * layout.threads)
+        warps = max(1, layout.threads // 32)
+        bm, threads = self.bm, layout.threads
+        local = "absmax" if op == "absmax" else op
+        across = "max" if op == "absmax" else op
+        combine = f"T.max({result}[i], {name}_warps[i, w])" if across == "max" else f"{result}[i] + {name}_warps[i, w]"
+        return [
+            f'{name}_lanes = T.alloc_fragment(({bm}, {chunks}, {threads}), "float32")',
+            f'{name}_thread = T.alloc_fragment(({bm}, {threads}), "float32")',
+            f'{name}_warps = T.alloc_shared(({bm}, {warps}), "float32")',
+            f"T.reduce_{local}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {name}_lanes, dim=3)",
+            f"T.reduce_{across}({name}_lanes, {name}_thread, dim=1)",
+            f"for i, t in T.Parallel({bm}, {threads}):",
+            f"    {name}_thread[i, t] = T.warp_reduce_{across}({name}_thread[i, t])",
+            f"for i, t in T.Parallel({bm}, {threads}):",
+            "    if t % 32 == 0:",
+            f"        {name}_warps[i, t // 32] = {name}_thread[i, t]",
+            f"for i in T.Parallel({bm}):",
+            f"    {result}[i] = {name}_warps[i, 0]",
+            f"    for w in T.serial(1, {warps}):",
+            f"        {result}[i] = {combine}",
+        ]
+
     def token(self, i: str = "i") -> str:
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
 

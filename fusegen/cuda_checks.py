@@ -84,6 +84,17 @@ def check_cuda(plan: Plan, source: str) -> list[Check]:
         scalar = len(re.findall(r"__nv_cvt_float_to_fp8\(", source))
         checks.append(Check("fp8 convert paired", paired and not scalar, f"paired converts: {paired}, scalar converts: {scalar}"))
         checks.append(_row_access(source, "Q", min(16, s.vector_elems * DTYPE_BYTES["float8_e4m3fn"]), "fp8 stores"))
+    per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)
+    if per_thread:
+        # Each thread must hold one partial per row; more means the warp shuffle would count copies.
+        sizes = {name: int(size) for name, size in per_thread}
+        checks.append(
+            Check(
+                "row reductions: one partial per thread per row",
+                all(size == s.block_m for size in sizes.values()),
+                ", ".join(f"{name}: {size}" for name, size in sizes.items()) + f" (block_m {s.block_m})",
+            )
+        )
     fragment = {"fragment": "row", "splitk": "chunk"}.get(s.variant)
     if fragment:
         declared = re.search(r"float " + fragment + r"\[(\d+)\];", source)

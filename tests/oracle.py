@@ -52,8 +52,11 @@ def quant_fp8(v, op, inputs):
         if op["scale"] == "ue8m0":
             scale = torch.tensor([2.0 ** math.ceil(math.log2(s)) for s in scale.tolist()], dtype=torch.float64)
         scales[:, k] = scale
-    expanded = scales.repeat_interleave(g, dim=1)
-    unrounded = (v / expanded).clamp(-fp8_max, fp8_max)
+    # The documented quotient: the scale and its reciprocal rounded to fp32, their product with the fp32
+    # value rounded to fp32 (exact in float64: 24 + 24 bits), then the fp8 code nearest to that.
+    scale32 = scales.float().double()
+    inverse = (1.0 / scale32).float().double().repeat_interleave(g, dim=1)
+    unrounded = (v.float().double() * inverse).float().double().clamp(-fp8_max, fp8_max)
     return v, {"scale": scales, "q_unrounded": unrounded}
 
 

@@ -122,20 +122,21 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     fp8_max = literal(p["fp8_max"])
     if p["group_size"] == "token":
         shape, at, each_group = f"({bm},)", "i", f"for i in T.Parallel({bm}):"
-        reduce = "T.reduce_absmax(row, group_scale, dim=1)"
+        reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
         at_column = "i"
         store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
     else:
         g, groups = p["group_size"], p["padded_groups"]
         shape, at, each_group = f"({bm}, {groups})", "i, k", f"for i, k in T.Parallel({bm}, {groups}):"
-        reduce = f"T.reduce_absmax(T.reshape(row, ({bm}, {groups}, {g})), group_scale, dim=2)"
+        # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
+        reduce = [f"T.reduce_absmax(T.reshape(row, ({bm}, {groups}, {g})), group_scale, dim=2)"]
         at_column = f"i, j // {g}"
         store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
     return [
         f'group_scale = T.alloc_fragment({shape}, "float32")',
         f'inverse_scale = T.alloc_fragment({shape}, "float32")',
         f'quantized = T.alloc_fragment(({bm}, {cols}), "{p["fp8_dtype"]}")',
-        reduce,
+        *reduce,
         each_group,
         f"    group_scale[{at}] = {_scale_expr(p, f'group_scale[{at}]')}",
         f"    inverse_scale[{at}] = {_reciprocal(f'group_scale[{at}]')}",

@@ -19,11 +19,15 @@
 extern "C" __global__ void layer_norm_fwd_kernel(const half_t* __restrict__ Bias, float* __restrict__ Mean, float* __restrict__ Rstd, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m);
 extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const half_t* __restrict__ Bias, float* __restrict__ Mean, float* __restrict__ Rstd, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
-  void* workspace = ((void*)((char*)buf_dyn_shmem + 0));
-  void* workspace_1 = ((void*)((char*)buf_dyn_shmem + 0));
+  void* centered_sum_warps = ((void*)((char*)buf_dyn_shmem + 0));
+  void* row_sum_warps = ((void*)((char*)buf_dyn_shmem + 0));
   float row[32];
+  float row_sum_lanes[4];
+  float row_sum_thread[1];
   float mean[1];
   float centered_sq[32];
+  float centered_sum_lanes[4];
+  float centered_sum_thread[1];
   float rstd[1];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -37,57 +41,89 @@ extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const
       *(float4*)(row + ((i * 8) + (vec * 4))) = __1;
     }
   }
-  mean[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv = 0; rv < 32; ++rv) {
-    mean[0] = (mean[0] + row[(((rv & 3) * 8) + (rv >> 2))]);
+  for (int i_1 = 0; i_1 < 4; ++i_1) {
+    row_sum_lanes[i_1] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      row_sum_lanes[i_1] = (row_sum_lanes[i_1] + row[((i_1 * 8) + rv)]);
+    }
   }
-  mean[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(mean[0], (&(((float*)workspace_1)[0])));
+  row_sum_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    row_sum_thread[0] = (row_sum_thread[0] + row_sum_lanes[rv_1]);
+  }
+  row_sum_thread[0] = tl::warp_reduce_sum(row_sum_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)row_sum_warps)[(((int)threadIdx.x) >> 5)] = row_sum_thread[0];
+  }
+  __syncthreads();
+  mean[0] = ((float*)row_sum_warps)[0];
+  for (int w = 1; w < 4; ++w) {
+    mean[0] = (mean[0] + ((float*)row_sum_warps)[w]);
+  }
   mean[0] = (mean[0] / 0x1p+12f/*4.096000e+03*/);
   #pragma unroll
-  for (int i_1 = 0; i_1 < 8; ++i_1) {
+  for (int i_2 = 0; i_2 < 8; ++i_2) {
     float4 __2;
-      float4 v__1 = *(float4*)(row + (i_1 * 4));
+      float4 v__1 = *(float4*)(row + (i_2 * 4));
       float4 v__2 = make_float4(mean[0], mean[0], mean[0], mean[0]);
       __2.x = (v__1.x-v__2.x);
       __2.y = (v__1.y-v__2.y);
       __2.z = (v__1.z-v__2.z);
       __2.w = (v__1.w-v__2.w);
-    *(float4*)(row + (i_1 * 4)) = __2;
+    *(float4*)(row + (i_2 * 4)) = __2;
   }
   #pragma unroll
-  for (int i_2 = 0; i_2 < 8; ++i_2) {
+  for (int i_3 = 0; i_3 < 8; ++i_3) {
     float4 __3;
-      float4 v__3 = *(float4*)(row + (i_2 * 4));
+      float4 v__3 = *(float4*)(row + (i_3 * 4));
       __3.x = (v__3.x*v__3.x);
       __3.y = (v__3.y*v__3.y);
       __3.z = (v__3.z*v__3.z);
       __3.w = (v__3.w*v__3.w);
-    *(float4*)(centered_sq + (i_2 * 4)) = __3;
+    *(float4*)(centered_sq + (i_3 * 4)) = __3;
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv_1 = 0; rv_1 < 32; ++rv_1) {
-    rstd[0] = (rstd[0] + centered_sq[(((rv_1 & 3) * 8) + (rv_1 >> 2))]);
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
+    centered_sum_lanes[i_4] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
+      centered_sum_lanes[i_4] = (centered_sum_lanes[i_4] + centered_sq[((i_4 * 8) + rv_2)]);
+    }
+  }
+  centered_sum_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_3 = 0; rv_3 < 4; ++rv_3) {
+    centered_sum_thread[0] = (centered_sum_thread[0] + centered_sum_lanes[rv_3]);
+  }
+  centered_sum_thread[0] = tl::warp_reduce_sum(centered_sum_thread[0]);
+  __syncthreads();
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)centered_sum_warps)[(((int)threadIdx.x) >> 5)] = centered_sum_thread[0];
   }
   __syncthreads();
-  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace)[0])));
+  rstd[0] = ((float*)centered_sum_warps)[0];
+  for (int w_1 = 1; w_1 < 4; ++w_1) {
+    rstd[0] = (rstd[0] + ((float*)centered_sum_warps)[w_1]);
+  }
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
   if (((int)threadIdx.x) == 0) {
     Mean[((int64_t)((int)blockIdx.x))] = mean[0];
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 4; ++i_3) {
+  for (int i_5 = 0; i_5 < 4; ++i_5) {
     half_t Weight_local_cast_1[8];
     half_t Bias_local_cast_2[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
-    *(uint4*)(Bias_local_cast_2 + 0) = *(uint4*)(Bias + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_5 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Bias_local_cast_2 + 0) = *(uint4*)(Bias + ((i_5 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __4;
         float4 __5;
           float4 __6;
-            float4 v__4 = *(float4*)(row + ((i_3 * 8) + (vec_1 * 4)));
+            float4 v__4 = *(float4*)(row + ((i_5 * 8) + (vec_1 * 4)));
             float4 v__5 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
             __6.x = (v__4.x*v__5.x);
             __6.y = (v__4.y*v__5.y);
@@ -109,20 +145,20 @@ extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const
         __4.y = (__5.y+__8.y);
         __4.z = (__5.z+__8.z);
         __4.w = (__5.w+__8.w);
-      *(float4*)(row + ((i_3 * 8) + (vec_1 * 4))) = __4;
+      *(float4*)(row + ((i_5 * 8) + (vec_1 * 4))) = __4;
     }
   }
   #pragma unroll
-  for (int i_4 = 0; i_4 < 4; ++i_4) {
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
     half_t Y_local_cast_3[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __9;
-      float4 v__8 = *(float4*)(row + ((i_4 * 8) + (vec_2 * 4)));
+      float4 v__8 = *(float4*)(row + ((i_6 * 8) + (vec_2 * 4)));
       ((half2*)(&__9))[0] = __float22half2_rn(((float2*)(&v__8))[0]);
       ((half2*)(&__9))[1] = __float22half2_rn(((float2*)(&v__8))[1]);
       *(uint2*)(Y_local_cast_3 + (vec_2 * 4)) = __9;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_4) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
   }
 }
 

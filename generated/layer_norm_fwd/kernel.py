@@ -52,14 +52,40 @@ def program():
             centered_sq = T.alloc_fragment((1, 4096), "float32")
             mean = T.alloc_fragment((1,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            T.reduce_sum(row, mean, dim=1)
+            row_sum_lanes = T.alloc_fragment((1, 4, 128), "float32")
+            row_sum_thread = T.alloc_fragment((1, 128), "float32")
+            row_sum_warps = T.alloc_shared((1, 4), "float32")
+            T.reduce_sum(T.reshape(row, (1, 4, 128, 8)), row_sum_lanes, dim=3)
+            T.reduce_sum(row_sum_lanes, row_sum_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                row_sum_thread[i, t] = T.warp_reduce_sum(row_sum_thread[i, t])
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    row_sum_warps[i, t // 32] = row_sum_thread[i, t]
+            for i in T.Parallel(1):
+                mean[i] = row_sum_warps[i, 0]
+                for w in T.serial(1, 4):
+                    mean[i] = mean[i] + row_sum_warps[i, w]
             for i in T.Parallel(1):
                 mean[i] = mean[i] / 4096
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] - mean[i]
             for i, j in T.Parallel(1, 4096):
                 centered_sq[i, j] = row[i, j] * row[i, j]
-            T.reduce_sum(centered_sq, rstd, dim=1)
+            centered_sum_lanes = T.alloc_fragment((1, 4, 128), "float32")
+            centered_sum_thread = T.alloc_fragment((1, 128), "float32")
+            centered_sum_warps = T.alloc_shared((1, 4), "float32")
+            T.reduce_sum(T.reshape(centered_sq, (1, 4, 128, 8)), centered_sum_lanes, dim=3)
+            T.reduce_sum(centered_sum_lanes, centered_sum_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                centered_sum_thread[i, t] = T.warp_reduce_sum(centered_sum_thread[i, t])
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    centered_sum_warps[i, t // 32] = centered_sum_thread[i, t]
+            for i in T.Parallel(1):
+                rstd[i] = centered_sum_warps[i, 0]
+                for w in T.serial(1, 4):
+                    rstd[i] = rstd[i] + centered_sum_warps[i, w]
             for i in T.Parallel(1):
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-05)
             for i in T.Parallel(1):

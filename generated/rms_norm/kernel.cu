@@ -20,8 +20,10 @@ extern "C" __global__ void rms_norm_kernel(const half_t* __restrict__ Weight, co
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   float row[32];
   float sumsq_terms[32];
+  float sumsq_lanes[4];
+  float sumsq_thread[1];
+  extern __shared__ __align__(1024) float sumsq_warps[];
   float rstd[1];
-  extern __shared__ __align__(1024) float workspace[];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
@@ -44,21 +46,37 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_
       __2.w = (v__1.w*v__1.w);
     *(float4*)(sumsq_terms + (i_1 * 4)) = __2;
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
-  #pragma unroll
-  for (int rv = 0; rv < 32; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
-  }
-  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(workspace[0])));
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
+    sumsq_lanes[i_2] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      sumsq_lanes[i_2] = (sumsq_lanes[i_2] + sumsq_terms[((i_2 * 8) + rv)]);
+    }
+  }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
+  }
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    sumsq_warps[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = sumsq_warps[0];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + sumsq_warps[w]);
+  }
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  #pragma unroll
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Weight_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __3;
         float4 __4;
-          float4 v__2 = *(float4*)(row + ((i_2 * 8) + (vec_1 * 4)));
+          float4 v__2 = *(float4*)(row + ((i_3 * 8) + (vec_1 * 4)));
           float4 v__3 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
           __4.x = (v__2.x*v__3.x);
           __4.y = (v__2.y*v__3.y);
@@ -72,20 +90,20 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_
         __3.y = (__4.y*__5.y);
         __3.z = (__4.z*__5.z);
         __3.w = (__4.w*__5.w);
-      *(float4*)(row + ((i_2 * 8) + (vec_1 * 4))) = __3;
+      *(float4*)(row + ((i_3 * 8) + (vec_1 * 4))) = __3;
     }
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 4; ++i_3) {
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
     half_t Y_local_cast_2[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __6;
-      float4 v__5 = *(float4*)(row + ((i_3 * 8) + (vec_2 * 4)));
+      float4 v__5 = *(float4*)(row + ((i_4 * 8) + (vec_2 * 4)));
       ((half2*)(&__6))[0] = __float22half2_rn(((float2*)(&v__5))[0]);
       ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
       *(uint2*)(Y_local_cast_2 + (vec_2 * 4)) = __6;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_3) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_4) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
 }
 

@@ -20,8 +20,10 @@ extern "C" __global__ void rms_norm_naive_row_per_block_kernel(const half_t* __r
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_naive_row_per_block_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* row_shared = ((void*)((char*)buf_dyn_shmem + 0));
-  void* workspace = ((void*)((char*)buf_dyn_shmem + 8192));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 8192));
   float sumsq_terms[32];
+  float sumsq_lanes[4];
+  float sumsq_thread[1];
   float rstd[1];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -47,21 +49,35 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_naive_row_per_bloc
       *(float4*)(sumsq_terms + ((i_1 * 8) + (vec * 4))) = __1;
     }
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
-  #pragma unroll
-  for (int rv = 0; rv < 32; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
-  }
-  __syncthreads();
-  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace)[0])));
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
-  __syncthreads();
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
+    sumsq_lanes[i_2] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      sumsq_lanes[i_2] = (sumsq_lanes[i_2] + sumsq_terms[((i_2 * 8) + rv)]);
+    }
+  }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
+  }
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)sumsq_warps)[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = ((float*)sumsq_warps)[0];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
+  }
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  #pragma unroll
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Weight_local_cast_2[8];
     half_t row_shared_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_2 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
-    *(uint4*)(row_shared_local_cast_1 + 0) = *(uint4*)(((half_t*)row_shared) + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_2 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(row_shared_local_cast_1 + 0) = *(uint4*)(((half_t*)row_shared) + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       uint2 __4;
       float4 __5;
@@ -87,11 +103,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_naive_row_per_bloc
       ((half2*)(&__4))[1] = __float22half2_rn(((float2*)(&__5))[1]);
       *(uint2*)(row_shared_local_cast_1 + (vec_1 * 4)) = __4;
     }
-    *(uint4*)(((half_t*)row_shared) + ((i_2 * 1024) + (((int)threadIdx.x) * 8))) = *(uint4*)(row_shared_local_cast_1 + 0);
+    *(uint4*)(((half_t*)row_shared) + ((i_3 * 1024) + (((int)threadIdx.x) * 8))) = *(uint4*)(row_shared_local_cast_1 + 0);
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 4; ++i_3) {
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_3) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(((half_t*)row_shared) + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_4) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(((half_t*)row_shared) + ((i_4 * 1024) + (((int)threadIdx.x) * 8)));
   }
 }
 

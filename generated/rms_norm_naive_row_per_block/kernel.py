@@ -44,7 +44,20 @@ def program():
             T.copy(X[block, 0], row_shared, disable_tma=True)
             for i, j in T.Parallel(1, 4096):
                 sumsq_terms[i, j] = T.cast(row_shared[i, j], "float32") * T.cast(row_shared[i, j], "float32")
-            T.reduce_sum(sumsq_terms, rstd, dim=1)
+            sumsq_lanes = T.alloc_fragment((1, 4, 128), "float32")
+            sumsq_thread = T.alloc_fragment((1, 128), "float32")
+            sumsq_warps = T.alloc_shared((1, 4), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (1, 4, 128, 8)), sumsq_lanes, dim=3)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    sumsq_warps[i, t // 32] = sumsq_thread[i, t]
+            for i in T.Parallel(1):
+                rstd[i] = sumsq_warps[i, 0]
+                for w in T.serial(1, 4):
+                    rstd[i] = rstd[i] + sumsq_warps[i, w]
             for i in T.Parallel(1):
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
             for i, j in T.Parallel(1, 4096):

@@ -20,9 +20,11 @@ extern "C" __global__ void rms_norm_rope_fused_kernel(const float* __restrict__ 
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* rope_span = ((void*)((char*)buf_dyn_shmem + 0));
-  void* workspace = ((void*)((char*)buf_dyn_shmem + 0));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 0));
   float row[32];
   float sumsq_terms[32];
+  float sumsq_lanes[4];
+  float sumsq_thread[1];
   float rstd[1];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -46,21 +48,37 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
       __2.w = (v__1.w*v__1.w);
     *(float4*)(sumsq_terms + (i_1 * 4)) = __2;
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
-  #pragma unroll
-  for (int rv = 0; rv < 32; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
-  }
-  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace)[0])));
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
+    sumsq_lanes[i_2] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      sumsq_lanes[i_2] = (sumsq_lanes[i_2] + sumsq_terms[((i_2 * 8) + rv)]);
+    }
+  }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
+  }
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)sumsq_warps)[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = ((float*)sumsq_warps)[0];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
+  }
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  #pragma unroll
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Weight_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __3;
         float4 __4;
-          float4 v__2 = *(float4*)(row + ((i_2 * 8) + (vec_1 * 4)));
+          float4 v__2 = *(float4*)(row + ((i_3 * 8) + (vec_1 * 4)));
           float4 v__3 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
           __4.x = (v__2.x*v__3.x);
           __4.y = (v__2.y*v__3.y);
@@ -74,25 +92,25 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
         __3.y = (__4.y*__5.y);
         __3.z = (__4.z*__5.z);
         __3.w = (__4.w*__5.w);
-      *(float4*)(row + ((i_2 * 8) + (vec_1 * 4))) = __3;
-    }
-  }
-  __syncthreads();
-  if (120 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_3 = 0; i_3 < 2; ++i_3) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_3 * 4)) - 960)) = *(float4*)(row + ((i_3 * 4) + 24));
+      *(float4*)(row + ((i_3 * 8) + (vec_1 * 4))) = __3;
     }
   }
   __syncthreads();
   if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
+      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 960)) = *(float4*)(row + ((i_4 * 4) + 24));
+    }
+  }
+  __syncthreads();
+  if (120 <= ((int)threadIdx.x)) {
+    #pragma unroll
+    for (int i_5 = 0; i_5 < 2; ++i_5) {
       float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
       float4 __6;
         float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 960));
-          float4 v__6 = *(float4*)(Cos + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
+          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 960));
+          float4 v__6 = *(float4*)(Cos + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_5) * (int64_t)4)));
           __7.x = (v__5.x*v__6.x);
           __7.y = (v__5.y*v__6.y);
           __7.z = (v__5.z*v__6.z);
@@ -101,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
           float4 condval;
           if ((((int)threadIdx.x) < 124)) {
             float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 928));
+              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 928));
               float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
               __9.x = (v__7.x*v__8.x);
               __9.y = (v__7.y*v__8.y);
@@ -109,9 +127,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
               __9.w = (v__7.w*v__8.w);
             condval = __9;
           } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 992));
+            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 992));
           }
-          float4 v__9 = *(float4*)(Sin + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
+          float4 v__9 = *(float4*)(Sin + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_5) * (int64_t)4)));
           __8.x = (condval.x*v__9.x);
           __8.y = (condval.y*v__9.y);
           __8.z = (condval.z*v__9.z);
@@ -120,20 +138,20 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
         __6.y = (__7.y+__8.y);
         __6.z = (__7.z+__8.z);
         __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_4 * 4) + 24)) = __6;
+      *(float4*)(row + ((i_5 * 4) + 24)) = __6;
     }
   }
   #pragma unroll
-  for (int i_5 = 0; i_5 < 4; ++i_5) {
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
     half_t Y_local_cast_2[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __10;
-      float4 v__10 = *(float4*)(row + ((i_5 * 8) + (vec_2 * 4)));
+      float4 v__10 = *(float4*)(row + ((i_6 * 8) + (vec_2 * 4)));
       ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
       ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
       *(uint2*)(Y_local_cast_2 + (vec_2 * 4)) = __10;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_5) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
 }
 

@@ -9,6 +9,7 @@
 #endif
 #include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
+#include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
 #include <tl_templates/cuda/scan.h>
 #include <tl_templates/cuda/ldsm.h>
@@ -22,11 +23,15 @@ extern "C" __global__ void rms_norm_rope_quant_fused_kernel(const float* __restr
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* rope_span = ((void*)((char*)buf_dyn_shmem + 0));
-  void* workspace = ((void*)((char*)buf_dyn_shmem + 0));
-  void* workspace_1 = ((void*)((char*)buf_dyn_shmem + 0));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 0));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 0));
   float row[32];
   float sumsq_terms[32];
+  float sumsq_lanes[4];
+  float sumsq_thread[1];
   float rstd[1];
+  float row_amax_lanes[4];
+  float row_amax_thread[1];
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[32];
@@ -52,21 +57,37 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
       __2.w = (v__1.w*v__1.w);
     *(float4*)(sumsq_terms + (i_1 * 4)) = __2;
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
-  #pragma unroll
-  for (int rv = 0; rv < 32; ++rv) {
-    rstd[0] = (rstd[0] + sumsq_terms[(((rv & 3) * 8) + (rv >> 2))]);
-  }
-  rstd[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(rstd[0], (&(((float*)workspace_1)[0])));
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
+    sumsq_lanes[i_2] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      sumsq_lanes[i_2] = (sumsq_lanes[i_2] + sumsq_terms[((i_2 * 8) + rv)]);
+    }
+  }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
+  }
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)sumsq_warps)[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = ((float*)sumsq_warps)[0];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
+  }
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  #pragma unroll
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
     half_t Weight_local_cast_1[8];
-    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_2 * 1024) + (((int)threadIdx.x) * 8)));
+    *(uint4*)(Weight_local_cast_1 + 0) = *(uint4*)(Weight + ((i_3 * 1024) + (((int)threadIdx.x) * 8)));
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
       float4 __3;
         float4 __4;
-          float4 v__2 = *(float4*)(row + ((i_2 * 8) + (vec_1 * 4)));
+          float4 v__2 = *(float4*)(row + ((i_3 * 8) + (vec_1 * 4)));
           float4 v__3 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
           __4.x = (v__2.x*v__3.x);
           __4.y = (v__2.y*v__3.y);
@@ -80,25 +101,25 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
         __3.y = (__4.y*__5.y);
         __3.z = (__4.z*__5.z);
         __3.w = (__4.w*__5.w);
-      *(float4*)(row + ((i_2 * 8) + (vec_1 * 4))) = __3;
-    }
-  }
-  __syncthreads();
-  if (120 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_3 = 0; i_3 < 2; ++i_3) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_3 * 4)) - 960)) = *(float4*)(row + ((i_3 * 4) + 24));
+      *(float4*)(row + ((i_3 * 8) + (vec_1 * 4))) = __3;
     }
   }
   __syncthreads();
   if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
     for (int i_4 = 0; i_4 < 2; ++i_4) {
+      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 960)) = *(float4*)(row + ((i_4 * 4) + 24));
+    }
+  }
+  __syncthreads();
+  if (120 <= ((int)threadIdx.x)) {
+    #pragma unroll
+    for (int i_5 = 0; i_5 < 2; ++i_5) {
       float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
       float4 __6;
         float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 960));
-          float4 v__6 = *(float4*)(Cos + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
+          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 960));
+          float4 v__6 = *(float4*)(Cos + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_5) * (int64_t)4)));
           __7.x = (v__5.x*v__6.x);
           __7.y = (v__5.y*v__6.y);
           __7.z = (v__5.z*v__6.z);
@@ -107,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
           float4 condval;
           if ((((int)threadIdx.x) < 124)) {
             float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 928));
+              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 928));
               float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
               __9.x = (v__7.x*v__8.x);
               __9.y = (v__7.y*v__8.y);
@@ -115,9 +136,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
               __9.w = (v__7.w*v__8.w);
             condval = __9;
           } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 992));
+            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 992));
           }
-          float4 v__9 = *(float4*)(Sin + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_4) * (int64_t)4)));
+          float4 v__9 = *(float4*)(Sin + (((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) & (int64_t)3) * (int64_t)8)) + (((int64_t)i_5) * (int64_t)4)));
           __8.x = (condval.x*v__9.x);
           __8.y = (condval.y*v__9.y);
           __8.z = (condval.z*v__9.z);
@@ -126,38 +147,54 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
         __6.y = (__7.y+__8.y);
         __6.z = (__7.z+__8.z);
         __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_4 * 4) + 24)) = __6;
+      *(float4*)(row + ((i_5 * 4) + 24)) = __6;
     }
   }
   #pragma unroll
-  for (int i_5 = 0; i_5 < 4; ++i_5) {
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
     half_t Y_local_cast_2[8];
     for (int vec_2 = 0; vec_2 < 2; ++vec_2) {
       uint2 __10;
-      float4 v__10 = *(float4*)(row + ((i_5 * 8) + (vec_2 * 4)));
+      float4 v__10 = *(float4*)(row + ((i_6 * 8) + (vec_2 * 4)));
       ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
       ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
       *(uint2*)(Y_local_cast_2 + (vec_2 * 4)) = __10;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_5) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
-  group_scale[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int rv_1 = 0; rv_1 < 32; ++rv_1) {
-    group_scale[0] = max(group_scale[0], max(row[(((rv_1 & 3) * 8) + (rv_1 >> 2))], (0x0p+0f/*0.000000e+00*/ - row[(((rv_1 & 3) * 8) + (rv_1 >> 2))])));
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
+    #pragma unroll
+    for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
+    }
+  }
+  row_amax_thread[0] = -CUDART_INF_F;
+  #pragma unroll
+  for (int rv_3 = 0; rv_3 < 4; ++rv_3) {
+    row_amax_thread[0] = max(row_amax_thread[0], row_amax_lanes[rv_3]);
+  }
+  row_amax_thread[0] = tl::warp_reduce_max(row_amax_thread[0]);
+  __syncthreads();
+  if ((((int)threadIdx.x) % 32) == 0) {
+    ((float*)row_amax_warps)[(((int)threadIdx.x) >> 5)] = row_amax_thread[0];
   }
   __syncthreads();
-  group_scale[0] = tl::AllReduce<tl::MaxOp, 128, 1, 0, tl::NamedBarrier<128>>::run(group_scale[0], (&(((float*)workspace)[0])));
+  group_scale[0] = ((float*)row_amax_warps)[0];
+  for (int w_1 = 1; w_1 < 4; ++w_1) {
+    group_scale[0] = max(group_scale[0], ((float*)row_amax_warps)[w_1]);
+  }
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_6 = 0; i_6 < 8; ++i_6) {
+  for (int i_8 = 0; i_8 < 8; ++i_8) {
     float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
     float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __11;
     float4 __12;
       float4 __13;
-        float4 v__11 = *(float4*)(row + (i_6 * 4));
+        float4 v__11 = *(float4*)(row + (i_8 * 4));
         float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
         __13.x = (v__11.x*v__12.x);
         __13.y = (v__11.y*v__12.y);
@@ -172,11 +209,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
       __12.w = tl::clamp(clamp_arg.w, v__13.w, v__14.w);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_6 * 4)) = __11;
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __11;
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 4; ++i_7) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_7 * 8));
+  for (int i_9 = 0; i_9 < 4; ++i_9) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];

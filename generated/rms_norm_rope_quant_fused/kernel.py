@@ -56,7 +56,20 @@ def program():
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
                 sumsq_terms[i, j] = row[i, j] * row[i, j]
-            T.reduce_sum(sumsq_terms, rstd, dim=1)
+            sumsq_lanes = T.alloc_fragment((1, 4, 128), "float32")
+            sumsq_thread = T.alloc_fragment((1, 128), "float32")
+            sumsq_warps = T.alloc_shared((1, 4), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (1, 4, 128, 8)), sumsq_lanes, dim=3)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    sumsq_warps[i, t // 32] = sumsq_thread[i, t]
+            for i in T.Parallel(1):
+                rstd[i] = sumsq_warps[i, 0]
+                for w in T.serial(1, 4):
+                    rstd[i] = rstd[i] + sumsq_warps[i, w]
             for i in T.Parallel(1):
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
             for i, j in T.Parallel(1, 4096):
@@ -72,7 +85,20 @@ def program():
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((1, 4096), "float8_e4m3fn")
-            T.reduce_absmax(row, group_scale, dim=1)
+            row_amax_lanes = T.alloc_fragment((1, 4, 128), "float32")
+            row_amax_thread = T.alloc_fragment((1, 128), "float32")
+            row_amax_warps = T.alloc_shared((1, 4), "float32")
+            T.reduce_absmax(T.reshape(row, (1, 4, 128, 8)), row_amax_lanes, dim=3)
+            T.reduce_max(row_amax_lanes, row_amax_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                row_amax_thread[i, t] = T.warp_reduce_max(row_amax_thread[i, t])
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    row_amax_warps[i, t // 32] = row_amax_thread[i, t]
+            for i in T.Parallel(1):
+                group_scale[i] = row_amax_warps[i, 0]
+                for w in T.serial(1, 4):
+                    group_scale[i] = T.max(group_scale[i], row_amax_warps[i, w])
             for i in T.Parallel(1):
                 group_scale[i] = T.max(group_scale[i], 1e-10) / 448.0
                 inverse_scale[i] = T.call_extern("float32", "__frcp_rn", group_scale[i])
