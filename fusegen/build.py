@@ -84,7 +84,7 @@ def load_and_plan(files: list[Path]) -> list[Plan]:
         shown = display_path(path)
         try:
             spec, text = load_spec(path)
-            spec_plan = _plan_one(spec, text, shown)
+            spec_plan = plan_spec(spec, text, shown)
         except SpecError as exc:
             exc.file = shown
             errors.append(exc)
@@ -101,7 +101,7 @@ def load_and_plan(files: list[Path]) -> list[Plan]:
     return plans
 
 
-def _plan_one(spec: KernelSpec, text: str, shown: str) -> Plan:
+def plan_spec(spec: KernelSpec, text: str, shown: str) -> Plan:
     try:
         return plan(spec, shown)
     except ChainError as exc:

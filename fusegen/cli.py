@@ -48,13 +48,13 @@ def cmd_build(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .build import _plan_one, display_path
+    from .build import plan_spec, display_path
     from .plan import plan_as_dict
     from .spec import load_spec
 
     try:
         spec, text = load_spec(Path(args.spec))
-        p = _plan_one(spec, text, display_path(Path(args.spec)))
+        p = plan_spec(spec, text, display_path(Path(args.spec)))
     except SpecError as exc:
         return _report_errors([exc])
     if args.json:

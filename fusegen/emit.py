@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from .codegen import KernelFrame, indent
-from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Tensor
+from .model import TORCH_DTYPE, Plan, Tensor
 from .ops import REGISTRY
 from .plan import plan_as_dict
 

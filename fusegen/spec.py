@@ -144,7 +144,6 @@ def chain_context(spec: KernelSpec, block_m: int = 1, padded_hidden: int | None 
         block_m=block_m,
         padded_hidden=padded_hidden or spec.hidden,
         outputs={"y": spec.writes_y, "mean": spec.outputs.mean, "rstd": spec.outputs.rstd},
-        transforms_before=False,
     )
 
 

@@ -30,7 +30,6 @@ class ChainContext:
     block_m: int
     padded_hidden: int
     outputs: dict  # output name -> requested (bool)
-    transforms_before: bool  # an op before this one changes the row
 
 
 @dataclass(frozen=True)
@@ -39,13 +38,13 @@ class OpDef:
     spec: type[OpSpec]
     rank: int
     transforms_row: bool  # writes a new row value (norm, rope) rather than side outputs only
-    check: Callable  # (op_spec, ChainContext) -> list[(key, message)]
     plan: Callable  # (op_spec, index, ChainContext) -> Stage
     emit_kernel: Callable  # (Stage, KernelFrame) -> list[str]
     emit_reference: Callable  # (Stage, ReferenceFrame-like dict) -> list[str]
     columns_multiple_of: Callable = lambda op: 1  # op_spec -> the padded row must be a multiple of this
     whole_kernel_variants: dict = field(default_factory=dict)  # variant -> (Stage, KernelFrame) -> lines
     output_flags: tuple[str, ...] = ()  # [outputs] keys this op may set
+    check: Callable = lambda op, ctx: []  # (op_spec, ChainContext) -> [(key, message)] for cross-field rules
 
 
 REGISTRY: dict[str, OpDef] = {}

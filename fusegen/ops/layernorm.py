@@ -18,9 +18,6 @@ class LayerNormSpec(OpSpec):
     bias: bool = True
 
 
-def check(op: LayerNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
-    return []
-
 
 def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
     inputs = []
@@ -118,7 +115,6 @@ OP = register(
         spec=LayerNormSpec,
         rank=RANK_NORM,
         transforms_row=True,
-        check=check,
         plan=plan,
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,

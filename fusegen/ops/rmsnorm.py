@@ -24,9 +24,6 @@ def rstd_tensor() -> Tensor:
     return Tensor("Rstd", "rstd", "float32", (Dim(tokens=True),), "output", "1/sqrt(var + eps) per row")
 
 
-def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
-    return []
-
 
 def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
     inputs = (weight_tensor(ctx.dtype, ctx.hidden),) if op.weight else ()
@@ -145,7 +142,6 @@ OP = register(
         spec=RMSNormSpec,
         rank=RANK_NORM,
         transforms_row=True,
-        check=check,
         plan=plan,
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,

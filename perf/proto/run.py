@@ -1,7 +1,6 @@
 """Times schedule variants of the fp8-only seed chain on the GPU (perf experiment, see NOTES.md)."""
 import logging
 import statistics
-import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import torch
