@@ -95,6 +95,18 @@ def check_cuda(plan: Plan, source: str) -> list[Check]:
                 ", ".join(f"{name}: {size}" for name, size in sizes.items()) + f" (block_m {s.block_m})",
             )
         )
+        # The per-warp slot is chosen by logical lane t // 32; that is the physical warp only when the
+        # partials' layout maps lane t to thread t, which the store's index shows.
+        # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
+        stores = {
+            name: re.findall(r"(?:\(\(float\*\))?" + name + r"_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source)
+            for name in sizes
+        }
+        single_warp = s.threads <= 32  # one warp: its slot is a constant
+        by_warp = all(
+            indices and all(single_warp or "((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()
+        )
+        checks.append(Check("row reductions: warp slot is the physical warp", by_warp, "; ".join(f"{n}: {v}" for n, v in stores.items())))
     fragment = {"fragment": "row", "splitk": "chunk"}.get(s.variant)
     if fragment:
         declared = re.search(r"float " + fragment + r"\[(\d+)\];", source)
