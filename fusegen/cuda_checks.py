@@ -75,7 +75,7 @@ def check_cuda(plan: Plan, source: str) -> list[Check]:
         checks.append(
             Check(
                 "RoPE span accesses contiguous",
-                bool(span) and all(t != "float1" for t in span),
+                s.vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
                 f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
             )
         )
@@ -103,8 +103,8 @@ def check_cuda(plan: Plan, source: str) -> list[Check]:
             for name in sizes
         }
         single_warp = s.threads <= 32  # one warp: its slot is a constant
-        by_warp = all(
-            indices and all(single_warp or "((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()
+        by_warp = single_warp or all(
+            indices and all("((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()
         )
         checks.append(Check("row reductions: warp slot is the physical warp", by_warp, "; ".join(f"{n}: {v}" for n, v in stores.items())))
     fragment = {"fragment": "row", "splitk": "chunk"}.get(s.variant)

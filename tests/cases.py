@@ -42,6 +42,7 @@ CASES = {
     "rms_splitk_ragged": case("split-K with a ragged last chunk (5120 = 4.x·1024 → 5 chunks of 1024)", [RMS], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
     "rms_splitk_padded_chunk": case("split-K whose chunk overhangs the row (1000 columns, 512-wide chunks)", [RMS], hidden=1000, schedule={"variant": "splitk", "blk_k": 512}),
     "rms_block_m4": case("four rows per block: row guards on the last partial block", [RMS], hidden=1024, schedule={"block_m": 4}),
+    "rms_block_m4_one_warp": case("four short rows on one warp: the warp-partial store is vectorised", [RMS, quant(64, scale="ue8m0")], "float32", 128, schedule={"block_m": 4}),
     "ln_fp16_4096": case("LayerNorm with Y, Mean, Rstd", [LN], "float16", outputs={"mean": True, "rstd": True}),
     "ln_bf16_4000_padded": case("LayerNorm on a padded row: centred padding must not enter the variance", [LN], hidden=4000, outputs={"mean": True}),
     "ln_fp32_768_no_affine": case("LayerNorm without weight and bias", [{"kind": "layernorm", "weight": False, "bias": False}], "float32", 768),
@@ -55,6 +56,8 @@ CASES = {
     "rope_full_row_128": case("rope_dim = hidden: the whole row rotates", [RMS, rope(128)], "float32", 128),
     "rope_block_m2": case("two rows per block: cos/sin reads guarded past the last token", [RMS, rope(64)], hidden=2048, schedule={"block_m": 2}),
     "rope_alone": case("RoPE with no norm before it", [rope(64)], "float16", 1024),
+    "rope_dim_8_narrows_vectors": case("rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096),
+    "rope_dim_2_scalar": case("the smallest span: one pair, scalar accesses", [LN, rope(2, style="gptj"), quant(8)], "float32", 640),
     # FP8 quantisation.
     "quant_token_y": case("the seed's capstone: Y, Q, per-token Scale", [RMS, rope(64), quant()], "float16"),
     "quant_token_no_y": case("Y dropped: Q and Scale only", [RMS, rope(64), quant()], "float16", outputs={"y": False}),

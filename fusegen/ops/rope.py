@@ -110,5 +110,8 @@ OP = register(
         plan=plan,
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,
+        # The span loop must cover whole vectors of at least two threads: TileLang cannot lay out a loop
+        # that lives inside one thread's vector (seen for rope_dim 8 at 8-element vectors).
+        accepts_vector=lambda op, vector: op.rope_dim % vector == 0 and op.rope_dim // vector >= 2,
     )
 )
