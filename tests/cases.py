@@ -15,8 +15,8 @@ def quant(group="token", **kw):
     return {"kind": "quant_fp8", "group_size": group, **kw}
 
 
-def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None):
-    spec = {"dtype": dtype, "hidden": hidden, "op": ops}
+def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None, tokens=None):
+    spec = {"dtype": dtype, "hidden": hidden, "op": ops, "tokens": tokens}
     if outputs:
         spec["outputs"] = outputs
     if schedule:
@@ -68,6 +68,7 @@ CASES = {
     "quant_ln_rope_g128": case("LayerNorm → GPT-J tail RoPE 128 → group 128", [LN, rope(128, style="gptj"), quant(128)], "float16", outputs={"y": False, "mean": True, "rstd": True}),
     "quant_alone": case("per-token cast to FP8 with no other op", [quant()], "float16", 2048),
     "quant_alone_g128_block_m2": case("group quant, two rows per block", [quant(128)], hidden=1024, schedule={"block_m": 2}),
+    "quant_pinned_999_tokens": case("token count pinned by the spec (static shapes), 4 rows per block, partial last block", [RMS, rope(64), quant(128)], tokens=999, schedule={"block_m": 4}),
     "quant_rope_256": case("RoPE → quant at the seed's small width", [rope(32), quant(128)], "float16", 256),
 }
 

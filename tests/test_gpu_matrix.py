@@ -29,9 +29,13 @@ def module_for(name: str, scratch):
     return _modules[name]
 
 
+def token_counts(name: str) -> tuple[int, ...]:
+    pinned = spec_for(name)["tokens"]
+    return (pinned,) if pinned else TOKENS
+
+
 @testing.requires_gpu
-@pytest.mark.parametrize("tokens", TOKENS)
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name, tokens", [(name, tokens) for name in sorted(CASES) for tokens in token_counts(name)])
 def test_case_matches_reference(name, tokens, scratch):
     testing.run_and_compare(module_for(name, scratch), tokens)
 
@@ -40,6 +44,6 @@ def test_case_matches_reference(name, tokens, scratch):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_one_compilation_served_every_token_count(name, scratch):
     module = module_for(name, scratch)
-    for tokens in TOKENS:
+    for tokens in token_counts(name):
         testing.run_and_compare(module, tokens)
     assert module.launcher.compilations == 1
