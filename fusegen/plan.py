@@ -59,7 +59,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             per_thread = block_m * padded // threads
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
-            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_vector(op, vector) for op in spec.op)
+            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, n, vector, threads) for op in spec.op)
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM

@@ -57,6 +57,7 @@ CASES = {
     "rope_block_m2": case("two rows per block: cos/sin reads guarded past the last token", [RMS, rope(64)], hidden=2048, schedule={"block_m": 2}),
     "rope_alone": case("RoPE with no norm before it", [rope(64)], "float16", 1024),
     "rope_dim_8_narrows_vectors": case("rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096),
+    "rope_span_would_wrap": case("a 128-wide tail span at columns 72..199 would wrap a 128-column tile: wider tile chosen", [LN, rope(128, style="gptj")], "float32", 200),
     "rope_dim_2_scalar": case("the smallest span: one pair, scalar accesses", [LN, rope(2, style="gptj"), quant(8)], "float32", 640),
     # FP8 quantisation.
     "quant_token_y": case("the seed's capstone: Y, Q, per-token Scale", [RMS, rope(64), quant()], "float16"),

@@ -42,7 +42,7 @@ class OpDef:
     emit_kernel: Callable  # (Stage, KernelFrame) -> list[str]
     emit_reference: Callable  # (Stage, ReferenceFrame-like dict) -> list[str]
     columns_multiple_of: Callable = lambda op: 1  # op_spec -> the padded row must be a multiple of this
-    accepts_vector: Callable = lambda op, vector: True  # (op_spec, elements per access) -> usable
+    accepts_layout: Callable = lambda op, hidden, vector, threads: True  # can the op work on this row layout
     whole_kernel_variants: dict = field(default_factory=dict)  # variant -> (Stage, KernelFrame) -> lines
     output_flags: tuple[str, ...] = ()  # [outputs] keys this op may set
     check: Callable = lambda op, ctx: []  # (op_spec, ChainContext) -> [(key, message)] for cross-field rules

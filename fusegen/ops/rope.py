@@ -61,6 +61,18 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
+def accepts_layout(op: RopeSpec, hidden: int, vector: int, threads: int) -> bool:
+    """Whether TileLang can lay out the span loops on the pinned row layout (a tile is threads·vector
+    columns). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
+    vectors), and a span that wraps from the end of a tile to the start of the next (rope_dim 128 at
+    columns 72..199 of 128-column tiles)."""
+    tile = threads * vector
+    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, hidden) % tile
+    whole_vectors = op.rope_dim % vector == 0 and op.rope_dim // vector >= 2
+    within_tile = start + op.rope_dim <= tile or (start == 0 and op.rope_dim % tile == 0)
+    return whole_vectors and within_tile
+
+
 def _pair_terms(style: str, half: int) -> tuple[str, str]:
     """(partner value with its sign, cos/sin column) for span column j, read from the shared copy."""
     if style == "neox":
@@ -110,8 +122,6 @@ OP = register(
         plan=plan,
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,
-        # The span loop must cover whole vectors of at least two threads: TileLang cannot lay out a loop
-        # that lives inside one thread's vector (seen for rope_dim 8 at 8-element vectors).
-        accepts_vector=lambda op, vector: op.rope_dim % vector == 0 and op.rope_dim // vector >= 2,
+        accepts_layout=accepts_layout,
     )
 )
