@@ -108,13 +108,7 @@ def plan_spec(spec: KernelSpec, text: str, shown: str) -> Plan:
         raise SpecError(shown, exc.key, exc.message, line_of(text, exc.key)) from None
 
 
-def _compile_worker(kernel_py: str) -> str:
-    from .compile import cuda_source
-
-    return cuda_source(Path(kernel_py))
-
-
-def stage(plans: list[Plan], staging: Path, jobs: int, compile_kernels: bool = True) -> list[BuiltKernel]:
+def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
     """Writes every kernel's files under `staging` and compiles them there for sm_90a."""
     built = []
     for p in plans:
@@ -124,12 +118,11 @@ def stage(plans: list[Plan], staging: Path, jobs: int, compile_kernels: bool = T
         for name, text in files.items():
             (directory / name).write_text(text, encoding="utf-8")
         built.append(BuiltKernel(p, files))
-    if compile_kernels:
-        sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs)
-        for b, source in zip(built, sources):
-            b.files["kernel.cu"] = header(b.plan, "//") + source
-            (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
-            b.checks = check_cuda(b.plan, source)
+    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs)
+    for b, source in zip(built, sources):
+        b.files["kernel.cu"] = header(b.plan, "//") + source
+        (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
+        b.checks = check_cuda(b.plan, source)
     return built
 
 
@@ -147,8 +140,10 @@ def _compile_all(paths: list[str], jobs: int) -> list[str]:
 
 
 def _compile_one(path: str) -> str:
+    from .compile import cuda_source  # imported in the worker process: TileLang loads there
+
     try:
-        return _compile_worker(path)
+        return cuda_source(Path(path))
     except Exception as exc:  # TileLang raises many types; any of them means fusegen emitted a bad kernel
         last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         name = Path(path).parent.name

@@ -175,6 +175,17 @@ def build_variant(spec: KernelSpec, directory: Path):
     return import_package(target, package)
 
 
+def cuda_check_failures(spec: KernelSpec, directory: Path) -> list[str]:
+    """Compiles a spec for sm_90a in a scratch directory and returns the CUDA checks it fails."""
+    import tilelang
+
+    from .cuda_checks import check_cuda
+
+    module = build_variant(spec, directory)
+    source = tilelang.compile(module.program(), target=module.launcher.target).get_kernel_source()
+    return [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, spec.name), source) if not c.ok]
+
+
 def small_variant(spec: dict) -> KernelSpec:
     """The seed's first-run shape for the same chain: N = 256, rope_dim 32, schedule hints reset."""
     data = json.loads(json.dumps(spec))

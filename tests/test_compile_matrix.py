@@ -8,10 +8,8 @@ import logging
 
 import pytest
 
-from fusegen.cuda_checks import check_cuda
-from fusegen.plan import plan
 from fusegen.spec import KernelSpec
-from fusegen.testing import build_variant
+from fusegen.testing import cuda_check_failures
 
 from cases import CASES, PENDING_GPU_CASES, spec_for
 
@@ -24,10 +22,5 @@ def scratch(tmp_path_factory):
 
 @pytest.mark.parametrize("name", sorted({**CASES, **PENDING_GPU_CASES}))
 def test_case_compiles_with_clean_cuda(name, scratch):
-    import tilelang
-
-    spec = KernelSpec.model_validate(spec_for(name))
-    module = build_variant(spec, scratch)
-    compiled = tilelang.compile(module.program(), target=module.launcher.target)
-    failures = [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, name), compiled.get_kernel_source()) if not c.ok]
+    failures = cuda_check_failures(KernelSpec.model_validate(spec_for(name)), scratch)
     assert not failures, failures
