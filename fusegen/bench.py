@@ -158,15 +158,22 @@ def _git_commit():
         return None
 
 
-def bench_kernel(module, ledger, name: str, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
+def input_sets(module, bytes_moved: int, tokens: int, l2_bytes: int) -> list[tuple]:
+    """Enough random input sets that cycling through them streams from DRAM, not from L2."""
     import torch
 
     from .testing import random_inputs
 
-    bytes_moved = ledger.fused_bytes(tokens)
     sets = max(1, min(MAX_SETS, -(-L2_MULTIPLE * l2_bytes // max(bytes_moved, 1))))
     generator = torch.Generator().manual_seed(tokens)
-    arg_sets = [random_inputs(module, tokens, generator) for _ in range(sets)]
+    return [random_inputs(module, tokens, generator) for _ in range(sets)]
+
+
+def bench_kernel(module, ledger, name: str, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
+    import torch
+
+    bytes_moved = ledger.fused_bytes(tokens)
+    arg_sets = input_sets(module, bytes_moved, tokens, l2_bytes)
     eager = module.reference
     makers = {
         "eager": lambda: eager,

@@ -17,11 +17,19 @@ def _report_errors(errors: list[SpecError]) -> int:
     return SPEC_ERROR_EXIT
 
 
+def _tuning(args):
+    from .tuning import Tuning
+
+    return Tuning.load(Path(args.tuning), args.gpu)
+
+
 def cmd_build(args) -> int:
     from .build import BuildErrors, CompileFailure, build
 
     try:
-        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs)
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, _tuning(args))
+    except SpecError as exc:
+        return _report_errors([exc])
     except BuildErrors as exc:
         return _report_errors(exc.errors)
     except CompileFailure as exc:
@@ -54,7 +62,7 @@ def cmd_plan(args) -> int:
 
     try:
         spec, text = load_spec(Path(args.spec))
-        p = plan_spec(spec, text, display_path(Path(args.spec)))
+        p = plan_spec(spec, text, display_path(Path(args.spec)), _tuning(args))
     except SpecError as exc:
         return _report_errors([exc])
     if args.json:
@@ -72,6 +80,19 @@ def cmd_bench(args) -> int:
     return bench_main(args)
 
 
+def cmd_tune(args) -> int:
+    from .tune import main as tune_main
+
+    return tune_main(args)
+
+
+def _tuning_options(command) -> None:
+    from .tuning import DEFAULT_GPU, TUNING_FILE
+
+    command.add_argument("--tuning", default=TUNING_FILE, help=f"tuning winners to build with (default: {TUNING_FILE}; none if absent)")
+    command.add_argument("--gpu", default=DEFAULT_GPU, help=f"whose winners in the tuning file (default: {DEFAULT_GPU})")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
     sub = root.add_subparsers(dest="command", required=True)
@@ -79,9 +100,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
     b.add_argument("--out", default="generated", help="output directory (default: generated)")
     b.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")
     p.add_argument("spec")
+    _tuning_options(p)
     p.add_argument("--json", action="store_true", help="the plan as JSON (what plan.json holds)")
     p.set_defaults(func=cmd_plan)
     bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
@@ -92,6 +115,14 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
     bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
     bench.set_defaults(func=cmd_bench)
+    tune = sub.add_parser("tune", help="search schedules on the GPU per token bucket; winners go to the tuning file build reads")
+    tune.add_argument("paths", nargs="+", help="spec files or directories")
+    tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
+    tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
+    tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
+    tune.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
+    tune.set_defaults(func=cmd_tune)
     return root
 
 

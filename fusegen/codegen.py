@@ -21,6 +21,7 @@ class KernelFrame:
 
     layout: Layout
     tokens: str  # "m" (dynamic) or the pinned count
+    prefetch: bool = False  # side inputs were staged by the prologue (staged_column_param, staged_row_param)
 
     @property
     def bm(self) -> int:
@@ -34,20 +35,67 @@ class KernelFrame:
     def hidden(self) -> int:
         return self.layout.hidden
 
+    def _thread_of(self, flat: str) -> str:
+        return f"{flat} // {self.layout.vector} % {self.layout.threads}"
+
+    def _index_in_thread(self, flat: str, column: str) -> str:
+        layout = self.layout
+        return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
+
     def pin_row_layout(self, fragment: str) -> str:
         """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
         threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
         the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
         or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
-        layout = self.layout
-        flat = f"(i * {layout.padded_hidden} + j)"
-        thread = f"{flat} // {layout.vector} % {layout.threads}"
-        index = f"{flat} // {layout.vector * layout.threads} * {layout.vector} + j % {layout.vector}"
+        flat = f"(i * {self.layout.padded_hidden} + j)"
         shape = f"({self.bm}, {self.columns})"
         return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda i, j: {thread}, "
-            f"forward_index_fn=lambda i, j: {index})}})"
+            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda i, j: {self._thread_of(flat)}, "
+            f"forward_index_fn=lambda i, j: {self._index_in_thread(flat, 'j')})}})"
         )
+
+    @staticmethod
+    def staged(param: str) -> str:
+        return f"{param.lower()}_staged"
+
+    def stage_inputs(self, tensors) -> list[str]:
+        """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) into shared memory,
+        per-column ones (hidden,) into registers."""
+        lines = []
+        for t in tensors:
+            if t.shape[0].tokens:
+                lines += self.staged_row_param(t.param, t.shape[1].size)
+            else:
+                lines += self.staged_column_param(t.param, t.dtype)
+        return lines
+
+    def staged_column_param(self, param: str, dtype: str) -> list[str]:
+        """Prologue: a per-column parameter into registers, each thread holding exactly the columns it
+        holds of every row (the padded row is a whole number of threads·vector tiles, so the row's
+        thread mapping does not depend on the row). Padding columns get 0."""
+        name, cols = self.staged(param), self.columns
+        load = f"{param}[j]"
+        if self.layout.pads_columns:
+            load = f'T.if_then_else(j < {self.hidden}, {load}, T.cast(0, "{dtype}"))'
+        return [
+            f'{name} = T.alloc_fragment(({cols},), "{dtype}")',
+            # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
+            # that variable, used outside its loop.
+            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
+            f"forward_index_fn=lambda column: {self._index_in_thread('column', 'column')})}})",
+            f"for j in T.Parallel({cols}):",
+            f"    {name}[j] = {load}",
+        ]
+
+    def staged_row_param(self, param: str, width: int) -> list[str]:
+        """Prologue: a per-token parameter of `width` floats per row into shared memory; TileLang puts
+        the barrier before its first read."""
+        name = self.staged(param)
+        return [
+            f'{name} = T.alloc_shared(({self.bm}, {width}), "float32")',
+            f"for i, j in T.Parallel({self.bm}, {width}):",
+            f"    {name}[i, j] = {self._row_load(param, 'j', 'i')}",
+        ]
 
     def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:
         """Reduces each row of `source` (block_m, columns) into `result` (block_m,) with one barrier.
@@ -90,12 +138,19 @@ class KernelFrame:
 
     def column_param(self, param: str, col: str = "j") -> str:
         """A per-column parameter (weight, bias) as float32, zero on padding columns."""
+        if self.prefetch:
+            return f"{self.staged(param)}[{col}]"
         if self.layout.pads_columns:
             return f'T.if_then_else({col} < {self.hidden}, T.cast({param}[{col}], "float32"), 0.0)'
         return f"{param}[{col}]"
 
     def row_param(self, param: str, col: str, i: str = "i") -> str:
         """A per-token parameter (cos, sin); rows past the last token read nothing."""
+        if self.prefetch:
+            return f"{self.staged(param)}[{i}, {col}]"
+        return self._row_load(param, col, i)
+
+    def _row_load(self, param: str, col: str, i: str) -> str:
         load = f"{param}[{self.token(i)}, {col}]"
         if self.rows_may_overhang:
             return f"T.if_then_else({self.token(i)} < {self.tokens}, {load}, 0.0)"

@@ -15,13 +15,16 @@ def import_file(path: Path, module_name: str):
     return module
 
 
-def cuda_source(kernel_py: Path) -> str:
-    """Compiles kernel.py's program for its target and returns the device CUDA TileLang produced."""
+def cuda_sources(module) -> list[str]:
+    """Compiles each of a kernel module's routed programs for its target; the device CUDA of each."""
     import tilelang
 
-    module = import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}")
-    compiled = tilelang.compile(module.program(), target=module.TARGET)
-    return compiled.get_kernel_source()
+    launcher = module.launcher
+    return [tilelang.compile(program(), target=launcher.target).get_kernel_source() for _, _, program in launcher.routes]
+
+
+def cuda_sources_of_file(kernel_py: Path) -> list[str]:
+    return cuda_sources(import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}"))
 
 
 def import_package(directory: Path, package_name: str):

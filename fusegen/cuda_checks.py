@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .model import DTYPE_BYTES, Plan
+from .model import DTYPE_BYTES, Plan, Route
 
 _VECTOR_BYTES = {
     "uint4": 16, "float4": 16, "int4": 16, "ulonglong2": 16, "longlong2": 16,
@@ -60,13 +60,26 @@ def _fragment_vector_store(source: str, fragment: str, what: str, expected_float
     return Check(what, ok, detail)
 
 
-def check_cuda(plan: Plan, source: str) -> list[Check]:
-    s = plan.schedule
+def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
+    """The checks of every routed program, each against the CUDA compiled from it."""
+    if len(sources) != len(plan.routes):
+        raise ValueError(f"{plan.name}: {len(sources)} CUDA sources for {len(plan.routes)} routes")
+    if len(sources) == 1:
+        return _check_route(plan, plan.routes[0], sources[0])
+    return [
+        Check(f"program_{index}: {check.name}", check.ok, check.detail)
+        for index, (route, source) in enumerate(zip(plan.routes, sources))
+        for check in _check_route(plan, route, source)
+    ]
+
+
+def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
+    s = route.schedule
     checks = [_row_access(source, "X", s.vector_bytes, "row loads")]
     if plan.writes_y:
         checks.append(_row_access(source, "Y", s.vector_bytes, "row stores"))
     float_vector = min(4, s.vector_elems)
-    kinds = {stage.kind for stage in plan.stages}
+    kinds = {stage.kind for stage in route.stages}
     if "rmsnorm" in kinds:
         checks.append(_fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", float_vector))
     if "layernorm" in kinds:

@@ -1,6 +1,7 @@
 """A plan as text a kernel engineer reads top to bottom (`fusegen plan`)."""
 from __future__ import annotations
 
+from .emit import schedule_summary, token_range
 from .model import Plan
 
 
@@ -9,28 +10,30 @@ def _shape(dims) -> str:
 
 
 def describe_plan(p: Plan) -> str:
-    s = p.schedule
     m = p.ledger_tokens
     fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
     out = [
         f"{p.name}  ({p.identity}, from {p.spec_file})",
         f"  {p.dtype}, hidden {p.hidden}, tokens {'pinned to ' + str(p.tokens) if p.tokens else 'dynamic'}",
         "",
-        "schedule",
-        f"  variant {s.variant}, block_m {s.block_m}, threads {s.threads}, vector {s.vector_elems} elements ({s.vector_bytes} B)"
-        + (f", blk_k {s.blk_k}" if s.blk_k else ""),
-        f"  row padded to {s.padded_hidden} columns, {s.elems_per_thread} fp32 values per thread (~{s.register_estimate} registers)",
-        *(f"  - {r}" for r in s.reasons),
-        "",
-        "stages",
+        "schedule" + (" by token count" if len(p.routes) > 1 else ""),
     ]
+    for index, route in enumerate(p.routes):
+        s = route.schedule
+        out += [
+            f"  program_{index}, tokens {token_range(route)}: {schedule_summary(route)} ({route.origin})",
+            f"    vector {s.vector_elems} elements, row padded to {s.padded_hidden} columns, {s.elems_per_thread} fp32 values "
+            f"per thread (~{s.register_estimate} registers)",
+            *(f"    - {r}" for r in s.reasons),
+        ]
+    out += ["", "stages"]
     for st in p.stages:
         out.append(f"  op[{st.index}] {st.summary}")
         out += [f"      reduction {r.name}: {r.op} of {r.source} over {r.axis} → {r.result}" for r in st.reductions]
         out += [f"      - {d}" for d in st.decisions]
     out += ["", "buffers"]
     out += [f"  global  {t.role:<6} {t.param:<7} {_shape(t.shape):<12} {t.dtype:<14} {t.doc}" for t in (*p.inputs, *p.outputs)]
-    out += [f"  {b.scope:<7} scratch {b.name:<12} {str(b.shape):<12} {b.dtype:<14} {b.why}" for b in p.scratch]
+    out += [f"  {b.scope:<7} scratch {b.name:<12} {str(b.shape):<12} {b.dtype:<14} {b.why}" for b in p.primary.scratch]
     out += ["", f"ledger at {m} tokens (every input read once, every output written once)"]
     for label, lines, total in (("fused", p.ledger.fused, fused), ("unfused", p.ledger.unfused, unfused)):
         out.append(f"  {label}: {total / 1e6:.1f} MB")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from .codegen import KernelFrame, indent
-from .model import TORCH_DTYPE, Plan, Tensor
+from .model import TORCH_DTYPE, Plan, Route, Tensor
 from .ops import REGISTRY
 from .plan import plan_as_dict
 
@@ -32,20 +32,22 @@ def _tokens_symbol(plan: Plan) -> str:
     return str(plan.tokens) if plan.tokens else "m"
 
 
-def kernel_body(plan: Plan) -> list[str]:
+def kernel_body(plan: Plan, route: Route) -> list[str]:
     """Lines inside `with T.Kernel(...) as block:`."""
-    frame = KernelFrame(plan.layout, _tokens_symbol(plan))
-    variant = plan.schedule.variant
-    if variant != "fragment":
-        (stage,) = plan.stages
-        return REGISTRY[stage.kind].whole_kernel_variants[variant](stage, frame, plan.dtype)
+    schedule = route.schedule
+    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch)
+    if schedule.variant != "fragment":
+        (stage,) = route.stages
+        return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
     lines = [
         f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")',
         frame.pin_row_layout("row"),
         f"T.copy(X[{frame.token('0')}, 0], row)",
     ]
+    if schedule.prefetch:
+        lines += frame.stage_inputs(tuple(t for stage in route.stages for t in stage.inputs))
     y_stored = not plan.writes_y
-    for stage in plan.stages:
+    for stage in route.stages:
         op = REGISTRY[stage.kind]
         if not op.transforms_row and not y_stored:
             lines += [f"T.copy(row, Y[{frame.token('0')}, 0])"]
@@ -56,21 +58,36 @@ def kernel_body(plan: Plan) -> list[str]:
     return lines
 
 
+def token_range(route: Route) -> str:
+    return f"{route.first_tokens}+" if route.last_tokens is None else f"{route.first_tokens}–{route.last_tokens}"
+
+
+def schedule_summary(route: Route) -> str:
+    s = route.schedule
+    return (
+        f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
+        + (f", blk_k {s.blk_k}" if s.blk_k else "")
+        + (", side inputs prefetched" if s.prefetch else "")
+    )
+
+
 def _docstring(plan: Plan) -> list[str]:
-    s = plan.schedule
+    routes = []
+    for index, route in enumerate(plan.routes):
+        routes += [
+            f"program_{index}, tokens {token_range(route)}: {schedule_summary(route)}. From {route.origin}.",
+            *(f"  - {reason}" for reason in route.schedule.reasons),
+        ]
     lines = [
         f'"""{plan.name}: ' + " → ".join(st.summary for st in plan.stages) + f" over hidden = {plan.hidden}, {plan.dtype}.",
         "",
-        f"Schedule: {s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
-        + (f", blk_k {s.blk_k}" if s.blk_k else "")
-        + ".",
-        *(f"  - {reason}" for reason in s.reasons),
+        *routes,
         *(f"  - op[{st.index}] {d}" for st in plan.stages for d in st.decisions),
         "Inputs:",
         *(f"  {_describe_tensor(t)}" for t in plan.inputs),
         "Outputs:",
         *(f"  {_describe_tensor(t)}" for t in plan.outputs),
-        f"Tokens: {'pinned to ' + str(plan.tokens) if plan.tokens else 'dynamic (one compiled kernel serves every count)'}.",
+        f"Tokens: {'pinned to ' + str(plan.tokens) if plan.tokens else 'dynamic (each program serves every count in its range)'}.",
         '"""',
     ]
     return lines
@@ -83,12 +100,32 @@ def _tensor_spec(t: Tensor) -> str:
     return f'TensorSpec("{t.arg}", {TORCH_DTYPE[t.dtype]}, ({dims}))'
 
 
-def kernel_module(plan: Plan) -> str:
+def _program(plan: Plan, route: Route, index: int) -> list[str]:
     m = _tokens_symbol(plan)
-    s = plan.schedule
+    s = route.schedule
     signature = [f'{t.param}: T.Tensor({_shape(t, m)}, "{t.dtype}"),' for t in (*plan.inputs, *plan.outputs)]
-    args = ", ".join(t.arg for t in plan.inputs)
     token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
+    return [
+        f"def program_{index}():",
+        f'    """The TileLang program (a T.prim_func) for tokens {token_range(route)}, before compilation."""',
+        token_line,
+        "",
+        "    @T.prim_func",
+        f"    def {plan.name}(",
+        *indent(signature, 8),
+        "    ):",
+        f"        with T.Kernel(T.ceildiv({m}, {s.block_m}), threads={s.threads}) as block:",
+        *indent(kernel_body(plan, route), 12),
+        "",
+        f"    return {plan.name}",
+        "",
+        "",
+    ]
+
+
+def kernel_module(plan: Plan) -> str:
+    args = ", ".join(t.arg for t in plan.inputs)
+    routes = ", ".join(f"({r.first_tokens}, {r.last_tokens}, program_{i})" for i, r in enumerate(plan.routes))
     lines = [
         *header(plan).splitlines(),
         *_docstring(plan),
@@ -107,21 +144,10 @@ def kernel_module(plan: Plan) -> str:
         "Outputs = output_tuple(OUTPUTS)",
         "",
         "",
-        "def program():",
-        '    """The TileLang program (a T.prim_func), before compilation."""',
-        token_line,
-        "",
-        "    @T.prim_func",
-        f"    def {plan.name}(",
-        *indent(signature, 8),
-        "    ):",
-        f"        with T.Kernel(T.ceildiv({m}, {s.block_m}), threads={s.threads}) as block:",
-        *indent(kernel_body(plan), 12),
-        "",
-        f"    return {plan.name}",
-        "",
-        "",
-        "launcher = Launcher(NAME, IDENTITY, program, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)",
+        *(line for index, route in enumerate(plan.routes) for line in _program(plan, route, index)),
+        "# (first token count, last or None for no limit, program): each call runs the program of its count.",
+        f"ROUTES = ({routes},)",
+        "launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)",
         "",
         "",
         f"def kernel({args}, *, out=None):",
@@ -133,6 +159,22 @@ def kernel_module(plan: Plan) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+PROGRAM_MARKER = "// ==== "
+
+
+def kernel_cu(plan: Plan, sources: list[str]) -> str:
+    """kernel.cu: the CUDA TileLang compiled from each routed program, one after the other."""
+    parts = [header(plan, "//")]
+    for index, (route, source) in enumerate(zip(plan.routes, sources)):
+        parts.append(f"{PROGRAM_MARKER}program_{index}: tokens {token_range(route)}, {schedule_summary(route)}\n{source}")
+    return "".join(parts)
+
+
+def program_sources(kernel_cu_text: str) -> list[str]:
+    """The per-program CUDA sources back out of kernel.cu (the inverse of kernel_cu)."""
+    return [part.split("\n", 1)[1] for part in kernel_cu_text.split(PROGRAM_MARKER)[1:]]
 
 
 def reference_module(plan: Plan) -> str:
@@ -169,10 +211,10 @@ def init_module(plan: Plan) -> str:
         [
             *header(plan).splitlines(),
             f'"""{plan.name}: the fused kernel, its torch reference and its plan."""',
-            "from .kernel import IDENTITY, INPUTS, OUTPUTS, Outputs, kernel, launcher, program",
+            "from .kernel import IDENTITY, INPUTS, OUTPUTS, ROUTES, Outputs, kernel, launcher",
             "from .reference import reference",
             "",
-            '__all__ = ["IDENTITY", "INPUTS", "OUTPUTS", "Outputs", "kernel", "launcher", "program", "reference"]',
+            '__all__ = ["IDENTITY", "INPUTS", "OUTPUTS", "ROUTES", "Outputs", "kernel", "launcher", "reference"]',
             "",
         ]
     )

@@ -100,6 +100,7 @@ class Schedule:
     padded_hidden: int
     elems_per_thread: int
     blk_k: int | None
+    prefetch: bool  # side inputs (weight, bias, cos, sin) loaded next to the row, before any reduction
     register_estimate: int
     reasons: tuple[str, ...]
 
@@ -151,6 +152,22 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Route:
+    """One compiled program of a kernel: the schedule serving calls of first_tokens…last_tokens tokens,
+    with the stages and scratch planned for it (padding and block_m change their shapes)."""
+
+    first_tokens: int
+    last_tokens: int | None  # None: every larger count
+    schedule: Schedule
+    stages: tuple[Stage, ...]
+    scratch: tuple[Scratch, ...]
+    origin: str  # where the schedule came from: the planner's rules or a tuning measurement
+
+    def serves(self, tokens: int) -> bool:
+        return self.first_tokens <= tokens and (self.last_tokens is None or tokens <= self.last_tokens)
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     identity: str  # name + content hash: cache key, directory, test id
@@ -159,16 +176,30 @@ class Plan:
     dtype: str
     hidden: int
     tokens: int | None
-    stages: tuple[Stage, ...]
+    routes: tuple[Route, ...]  # by token count, ascending; together they serve every count
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
-    scratch: tuple[Scratch, ...]
-    schedule: Schedule
     ledger: Ledger
     ledger_tokens: int
     writes_y: bool
     spec: dict  # the validated spec, canonical JSON form (variants for tests are derived from it)
 
     @property
+    def primary(self) -> Route:
+        """The route serving the most tokens, where bandwidth is decided; describes the kernel."""
+        return self.routes[-1]
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.primary.schedule
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self.primary.stages
+
+    @property
     def layout(self) -> Layout:
         return self.schedule.layout(self.hidden)
+
+    def route_for(self, tokens: int) -> Route:
+        return next(r for r in self.routes if r.serves(tokens))

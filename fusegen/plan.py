@@ -8,9 +8,10 @@ from dataclasses import asdict, replace
 
 from . import __version__
 from .errors import ChainError
-from .model import DTYPE_BYTES, Dim, Ledger, LedgerLine, Plan, Schedule, Scratch, Tensor
+from .model import DTYPE_BYTES, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Tensor
 from .ops import REGISTRY
-from .spec import KernelSpec, chain_context
+from .spec import KernelSpec, ScheduleHints, chain_context
+from .tuning import TunedRoute
 
 # The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
 LEDGER_TOKENS = 4096
@@ -26,10 +27,15 @@ SOFT_ELEMS_PER_THREAD = 32
 TARGET_ELEMS_PER_THREAD = 32
 SHARED_BYTES_LIMIT = 48 * 1024
 MAX_BLOCK_M = 16
+# Side inputs loaded before the first reduction: their latency (a DRAM round trip for cos/sin, an L2
+# one for weight) overlaps the row's instead of following a barrier (NOTES.md step 9).
+DEFAULT_PREFETCH = True
 
 
-def content_hash(spec: KernelSpec) -> str:
-    canonical = json.dumps({"spec": spec.model_dump(mode="json"), "fusegen": __version__}, sort_keys=True)
+def content_hash(spec: KernelSpec, tuned: tuple[TunedRoute, ...] = ()) -> str:
+    canonical = json.dumps(
+        {"spec": spec.model_dump(mode="json"), "tuned": [asdict(r) for r in tuned], "fusegen": __version__}, sort_keys=True
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -100,6 +106,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         padded_hidden=padded,
         elems_per_thread=per_thread,
         blk_k=None,
+        prefetch=False,
         register_estimate=2 * per_thread + 32,
         reasons=tuple(reasons),
     )
@@ -135,6 +142,7 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
         padded_hidden=chunks * blk_k,
         elems_per_thread=per_thread,
         blk_k=blk_k,
+        prefetch=False,
         register_estimate=2 * per_thread + 32,
         reasons=(
             f"{chunks} chunks of {blk_k} columns: only one chunk is in registers at a time, x is read twice "
@@ -143,7 +151,30 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     )
 
 
+def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    hint = spec.schedule.prefetch
+    if schedule.variant != "fragment":
+        if hint is True:
+            raise ChainError("schedule.prefetch", f"applies to the \"fragment\" variant only; this kernel is \"{schedule.variant}\"")
+        return schedule
+    prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
+    if not prefetch or not side_inputs:
+        return schedule
+    per_column = sum(1 for t in side_inputs if not t.shape[0].tokens)
+    staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
+    return replace(
+        schedule,
+        prefetch=True,
+        register_estimate=schedule.register_estimate + staged_per_thread,
+        reasons=schedule.reasons + (
+            "side inputs are loaded next to the row, before the first reduction: per-column ones into registers in "
+            "the row's layout, per-token ones into shared memory, so their latency overlaps the row load",
+        ),
+    )
+
+
 def choose_schedule(spec: KernelSpec) -> Schedule:
+    """Variant, threads, block_m and vector width; prefetch is decided once the stages are known."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES)
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
@@ -202,35 +233,57 @@ def _ledger(spec: KernelSpec, stages, x: Tensor, y: Tensor | None) -> Ledger:
     return Ledger(tuple(fused), tuple(unfused))
 
 
-def plan(spec: KernelSpec, spec_file: str) -> Plan:
+def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str) -> Route:
     schedule = choose_schedule(spec)
     context = chain_context(spec, schedule.block_m, schedule.layout(spec.hidden).padded_hidden)
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
+    side_inputs = tuple(t for s in stages for t in s.inputs)
+    schedule = _with_prefetch(spec, schedule, side_inputs)
+    layout = schedule.layout(spec.hidden)
+    scratch = ()
+    if schedule.variant == "fragment":
+        scratch = (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
+    if schedule.prefetch:
+        scratch += tuple(
+            Scratch(f"{t.param.lower()}_staged", "shared", (schedule.block_m, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")
+            if t.shape[0].tokens
+            else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), t.dtype, f"{t.arg} in the row's thread layout, loaded with the row")
+            for t in side_inputs
+        )
+    scratch += tuple(b for s in stages for b in s.scratch)
+    return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
+
+
+def _tuned_spec(spec: KernelSpec, tuned: TunedRoute) -> KernelSpec:
+    """The spec with a tuning winner filling the schedule hints it left "auto" (pinned hints win)."""
+    pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
+    hints = ScheduleHints.model_validate({**tuned.hints, **pinned})
+    return spec.model_copy(update={"schedule": hints})
+
+
+def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -> Plan:
+    """`tuned`: measured winners by token range (tuning.py); without them one route serves every count."""
+    if spec.tokens is not None:
+        tuned = tuple(TunedRoute(1, None, r.hints, r.origin) for r in tuned if r.serves(spec.tokens))
+    if tuned:
+        routes = tuple(_route(_tuned_spec(spec, r), r.first_tokens, r.last_tokens, r.origin) for r in tuned)
+    else:
+        routes = (_route(spec, 1, None, "planner rules (no tuning entry for this kernel)"),)
+    stages = routes[-1].stages
     row_dims = (Dim(tokens=True), Dim(size=spec.hidden))
     x = Tensor("X", "x", spec.dtype, row_dims, "input", "activations, one row per token")
     y = Tensor("Y", "y", spec.dtype, row_dims, "output", "the chain's row after its last transforming op") if spec.writes_y else None
-    inputs = (x,) + tuple(t for s in stages for t in s.inputs)
-    outputs = ((y,) if y else ()) + tuple(t for s in stages for t in s.outputs)
-    layout = schedule.layout(spec.hidden)
-    row = (
-        Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row")
-        if schedule.variant == "fragment"
-        else None
-    )
-    scratch = ((row,) if row else ()) + tuple(b for s in stages for b in s.scratch)
     return Plan(
         name=spec.name,
-        identity=f"{spec.name}-{content_hash(spec)}",
+        identity=f"{spec.name}-{content_hash(spec, tuned)}",
         spec_file=spec_file,
         fusegen_version=__version__,
         dtype=spec.dtype,
         hidden=spec.hidden,
         tokens=spec.tokens,
-        stages=stages,
-        inputs=inputs,
-        outputs=outputs,
-        scratch=scratch,
-        schedule=schedule,
+        routes=routes,
+        inputs=(x,) + tuple(t for s in stages for t in s.inputs),
+        outputs=((y,) if y else ()) + tuple(t for s in stages for t in s.outputs),
         ledger=_ledger(spec, stages, x, y),
         ledger_tokens=spec.tokens or LEDGER_TOKENS,
         writes_y=spec.writes_y,

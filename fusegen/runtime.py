@@ -30,31 +30,40 @@ class KernelArgumentError(ValueError):
 
 
 class Launcher:
-    """Validates arguments, allocates outputs and compiles the TileLang program once per process."""
+    """Validates arguments, allocates outputs, picks the program routed to the call's token count and
+    compiles each program once per process, the first time a call needs it."""
 
-    def __init__(self, name, identity, program, target, inputs, outputs, output_type, tokens):
+    def __init__(self, name, identity, routes, target, inputs, outputs, output_type, tokens):
         self.name = name
         self.identity = identity
-        self.program = program
+        self.routes = routes  # ((first tokens, last tokens or None, program), ...) ascending
         self.target = target
         self.inputs = inputs
         self.outputs = outputs
         self.output_type = output_type
         self.tokens = tokens
         self.compilations = 0
-        self._compiled = None
+        self._compiled = [None] * len(routes)
         self._lock = threading.Lock()
 
-    def compiled(self):
-        """The compiled kernel; the token count is dynamic, so one compilation serves every call."""
-        if self._compiled is None:
+    def route_index(self, tokens: int) -> int:
+        for index, (_, last, _) in enumerate(self.routes):
+            if last is None or tokens <= last:
+                return index
+        raise AssertionError(f"{self.name}: no route serves {tokens} tokens")  # routes end with last = None
+
+    def compiled(self, tokens: int):
+        """The compiled program for this token count; within a route the count is dynamic, so one
+        compilation per route serves every call."""
+        index = self.route_index(tokens)
+        if self._compiled[index] is None:
             with self._lock:
-                if self._compiled is None:
+                if self._compiled[index] is None:
                     import tilelang
 
-                    self._compiled = tilelang.compile(self.program(), target=self.target)
+                    self._compiled[index] = tilelang.compile(self.routes[index][2](), target=self.target)
                     self.compilations += 1
-        return self._compiled
+        return self._compiled[index]
 
     def _fail(self, message: str):
         raise KernelArgumentError(f"{self.name}: {message}")
@@ -105,9 +114,10 @@ class Launcher:
             torch.empty(self._expected_shape(s, tokens), dtype=s.dtype, device=device) for s in self.outputs
         ]
         if tokens:
+            program = self.compiled(tokens)
             if device.index == torch.cuda.current_device():
-                self.compiled()(*args, *results)
+                program(*args, *results)
             else:  # switching devices costs microseconds per call, so only when needed
                 with torch.cuda.device(device):
-                    self.compiled()(*args, *results)
+                    program(*args, *results)
         return self.output_type(*results)

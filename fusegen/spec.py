@@ -53,6 +53,7 @@ class ScheduleHints(_Strict):
     block_m: Union[Literal["auto"], int] = "auto"
     threads: Union[Literal["auto"], int] = "auto"
     blk_k: Union[Literal["auto"], int] = "auto"
+    prefetch: Union[Literal["auto"], bool] = "auto"
 
 
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]

@@ -163,9 +163,10 @@ _counter = iter(range(1 << 30))
 _counter_lock = threading.Lock()
 
 
-def build_variant(spec: KernelSpec, directory: Path):
-    """Plans, emits and imports a spec in a scratch directory (no generated/ involved)."""
-    p = plan(spec, "<variant of " + spec.name + ">")
+def build_variant(spec: KernelSpec, directory: Path, tuned: tuple = ()):
+    """Plans (with tuning routes, if given), emits and imports a spec in a scratch directory (no
+    generated/ involved)."""
+    p = plan(spec, "<variant of " + spec.name + ">", tuned)
     target = directory / p.name
     target.mkdir(parents=True, exist_ok=True)
     for name, text in render(p).items():
@@ -175,15 +176,14 @@ def build_variant(spec: KernelSpec, directory: Path):
     return import_package(target, package)
 
 
-def cuda_check_failures(spec: KernelSpec, directory: Path) -> list[str]:
-    """Compiles a spec for sm_90a in a scratch directory and returns the CUDA checks it fails."""
-    import tilelang
-
+def cuda_check_failures(spec: KernelSpec, directory: Path, tuned: tuple = ()) -> list[str]:
+    """Compiles a spec (every routed program) for sm_90a in a scratch directory and returns the CUDA
+    checks it fails."""
+    from .compile import cuda_sources
     from .cuda_checks import check_cuda
 
-    module = build_variant(spec, directory)
-    source = tilelang.compile(module.program(), target=module.launcher.target).get_kernel_source()
-    return [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, spec.name), source) if not c.ok]
+    module = build_variant(spec, directory, tuned)
+    return [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, spec.name, tuned), cuda_sources(module)) if not c.ok]
 
 
 def small_variant(spec: dict) -> KernelSpec:

@@ -3,6 +3,8 @@ The CPU suite compiles all of them and checks their CUDA; the GPU matrix runs th
 reference at many token counts."""
 from __future__ import annotations
 
+from fusegen.tuning import TunedRoute
+
 RMS = {"kind": "rmsnorm"}
 LN = {"kind": "layernorm"}
 
@@ -66,19 +68,27 @@ CASES = {
     "quant_alone": case("per-token cast to FP8 with no other op", [quant()], "float16", 2048),
     "quant_alone_g128_block_m2": case("group quant, two rows per block", [quant(128)], hidden=1024, schedule={"block_m": 2}),
     "quant_rope_256": case("RoPE → quant at the seed's small width", [rope(32), quant(128)], "float16", 256),
-}
-
-# Added after the last GPU run (docs/gpu-verification.md, commit 8e3651e) to pin planner rules found by a
-# CPU sweep of random specs; compiled on the CPU here, and to join CASES once they have run on the H200.
-PENDING_GPU_CASES = {
     "rms_block_m4_one_warp": case("four short rows on one warp: the warp-partial store is vectorised", [RMS, quant(64, scale="ue8m0")], "float32", 128, schedule={"block_m": 4}),
     "rope_dim_8_narrows_vectors": case("rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096),
     "rope_span_would_wrap": case("a 128-wide tail span at columns 72..199 would wrap a 128-column tile: wider tile chosen", [LN, rope(128, style="gptj")], "float32", 200),
     "rope_dim_2_scalar": case("the smallest span: one pair, scalar accesses", [LN, rope(2, style="gptj"), quant(8)], "float32", 640),
     "quant_pinned_999_tokens": case("token count pinned by the spec (static shapes), 4 rows per block, partial last block", [RMS, rope(64), quant(128)], tokens=999, schedule={"block_m": 4}),
+    # Side inputs loaded where they are used (prefetch off: the path every kernel took before step 9).
+    "rope_quant_no_prefetch": case("RMSNorm → RoPE → group quant with weight and cos/sin read after the reductions", [RMS, rope(64), quant(128)], "float16", schedule={"prefetch": False}),
+    "ln_padded_no_prefetch": case("LayerNorm on a padded row, weight and bias read in place", [LN], hidden=1000, schedule={"prefetch": False}),
+    "ln_padded_block_m2_prefetch": case("staged weight and bias with zeroed padding, two rows sharing them", [LN, rope(64)], hidden=1000, schedule={"block_m": 2}),
 }
 
 
+# Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
+# tokens, for chains with weight, cos/sin, bias and group scales.
+ROUTED = (
+    TunedRoute(1, 64, {"variant": "fragment", "threads": 512, "block_m": 1, "blk_k": "auto", "prefetch": False}, "test"),
+    TunedRoute(65, None, {"variant": "fragment", "threads": 256, "block_m": 2, "blk_k": "auto", "prefetch": True}, "test"),
+)
+ROUTED_CASES = ("quant_g128_bf16_7168", "rope_tail_neox_64", "ln_fp16_4096")
+
+
 def spec_for(name: str) -> dict:
-    purpose, spec = {**CASES, **PENDING_GPU_CASES}[name]
+    purpose, spec = CASES[name]
     return {"name": name, **spec}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fusegen.build import display_path
+from fusegen.build import display_path, plan_spec
 from fusegen.cuda_checks import check_cuda
-from fusegen.plan import plan
+from fusegen.emit import program_sources
 from fusegen.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +25,9 @@ def test_every_seed_kernel_has_a_spec():
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_committed_cuda_passes_the_checks(path):
-    spec, _ = load_spec(path)
-    source = (ROOT / "generated" / spec.name / "kernel.cu").read_text()
-    failures = [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, display_path(path)), source) if not c.ok]
+    spec, text = load_spec(path)
+    sources = program_sources((ROOT / "generated" / spec.name / "kernel.cu").read_text())
+    failures = [f"{c.name}: {c.detail}" for c in check_cuda(plan_spec(spec, text, display_path(path)), sources) if not c.ok]
     assert not failures, failures
 
 

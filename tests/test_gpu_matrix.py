@@ -9,7 +9,7 @@ import pytest
 from fusegen import testing
 from fusegen.spec import KernelSpec
 
-from cases import CASES, spec_for
+from cases import CASES, ROUTED, ROUTED_CASES, spec_for
 
 # 1: a single row; 3: odd, below any block_m; 8: the seed's small M; 255: a partial last block for
 # block_m 2 and 4; 4096: the seed's M; 16384: inputs well beyond the 60 MB L2.
@@ -47,3 +47,12 @@ def test_one_compilation_served_every_token_count(name, scratch):
     for tokens in token_counts(name):
         testing.run_and_compare(module, tokens)
     assert module.launcher.compilations == 1
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("name", ROUTED_CASES)
+def test_routed_programs_each_serve_their_counts(name, scratch):
+    module = testing.build_variant(KernelSpec.model_validate(spec_for(name)), scratch / "routed", ROUTED)
+    for tokens in (1, 63, 64, 65, 66, 255, 4096):
+        testing.run_and_compare(module, tokens)
+    assert module.launcher.compilations == 2

@@ -56,6 +56,7 @@ ALLOWED_STRINGS = {
     "block_m": {"auto"},
     "threads": {"auto"},
     "blk_k": {"auto"},
+    "prefetch": {"auto"},
 }
 # Every field of BASE a string can be put into, with the strings it may then hold (None: an identifier).
 FIELDS: dict[tuple, set[str] | None] = {
@@ -266,7 +267,7 @@ def test_raw_text_spliced_as_a_key_is_rejected_or_sane(value):
 PLACEHOLDER = "zz_placeholder_kernel"
 near_names = st.one_of(
     st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,63}", fullmatch=True),
-    st.sampled_from(["kernel", "x", "T", "torch", "program", "launcher", "reference", "Outputs", "out", "NAME", "m", "self"]),
+    st.sampled_from(["kernel", "x", "T", "torch", "program_0", "ROUTES", "launcher", "reference", "Outputs", "out", "NAME", "m", "self"]),
     st.builds(lambda a, b: a + b, st.sampled_from(["k", "rms", "x"]), st.sampled_from(TRICKY)),
 )
 
@@ -288,9 +289,9 @@ REFERENCE_PLAN, REFERENCE_FILES = rendered(PLACEHOLDER)
 
 
 def _names_around_the_kernel_function(kernel_py: str) -> set[str]:
-    """Names the generated program() binds or reads in the scope where it defines the kernel function,
+    """Names a generated program_<k>() binds or reads in the scope where it defines the kernel function,
     and names the kernel body reads from outside: a kernel named like one of them would shadow it."""
-    program = next(t for t in symtable.symtable(kernel_py, "kernel.py", "exec").get_children() if t.get_name() == "program")
+    program = next(t for t in symtable.symtable(kernel_py, "kernel.py", "exec").get_children() if t.get_name().startswith("program_"))
     names = {s.get_name() for s in program.get_symbols()}
     for nested in program.get_children():
         names |= {s.get_name() for s in nested.get_symbols() if s.is_free() or s.is_global()}

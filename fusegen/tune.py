@@ -1,0 +1,224 @@
+"""`fusegen tune` (GPU): searches the schedule space of every spec per token bucket and records the
+winners in the tuning file that `fusegen build` reads.
+
+A candidate is the spec with concrete schedule hints (threads × block_m × prefetch over what the spec
+leaves "auto"). Each one must compile, pass every CUDA check — so a replicated row layout, the silent
+5–16× slow case, can never be chosen — and match its reference on fresh random inputs before it is
+timed (CUDA-graph replays, inputs rotated past L2, as `fusegen bench` times). A candidate replaces the
+planner's own choice only when it is faster by more than MARGIN, so noise does not churn the file.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import multiprocessing
+import os
+import statistics
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ChainError
+from .model import Plan
+from .plan import THREAD_CHOICES, plan
+from .spec import KernelSpec, ScheduleHints
+from .tuning import BUCKETS, Bucket, BucketWinner, GpuWinners, Tuning, WinnerHints, problem_summary, save_table, with_winners
+
+BLOCK_M_CHOICES = (1, 2, 4)
+# Fewer fp32 values per thread than this leave most threads idle between loads; more than the planner's
+# hard limit spill.
+MIN_ELEMS_PER_THREAD = 8
+MARGIN = 0.02
+
+
+@dataclass
+class Candidate:
+    hints: dict  # concrete WinnerHints fields
+    spec: KernelSpec
+    plan: Plan
+    rejected: str | None = None
+    median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
+
+
+def _concrete(p: Plan) -> dict:
+    s = p.schedule
+    return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch}
+
+
+def candidates(spec: KernelSpec) -> list[Candidate]:
+    """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first."""
+    pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
+    axes = {
+        "threads": THREAD_CHOICES,
+        "block_m": BLOCK_M_CHOICES,
+        "prefetch": (True, False),
+    }
+    free = {key: values for key, values in axes.items() if key not in pinned}
+    default = plan(spec, "<tune>")
+    found = {json.dumps(_concrete(default), sort_keys=True): Candidate(_concrete(default), spec, default)}
+    for combo in itertools.product(*free.values()):
+        hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **dict(zip(free, combo))})
+        variant = spec.model_copy(update={"schedule": hints})
+        try:
+            p = plan(variant, "<tune>")
+        except ChainError:
+            continue
+        if p.schedule.elems_per_thread < MIN_ELEMS_PER_THREAD:
+            continue
+        key = json.dumps(_concrete(p), sort_keys=True)
+        found.setdefault(key, Candidate(_concrete(p), variant, p))
+    return list(found.values())
+
+
+def _compile_and_check(kernel_py: str, spec_json: str) -> str | None:
+    """In a worker: compiles (filling TileLang's disk cache for the timing process) and runs the CUDA
+    checks; returns why the candidate is rejected, or None."""
+    from .compile import cuda_sources_of_file
+    from .cuda_checks import check_cuda
+
+    try:
+        sources = cuda_sources_of_file(Path(kernel_py))
+    except Exception as exc:  # TileLang raises many types; any of them rules the candidate out
+        return f"does not compile: {str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__}"
+    checked = plan(KernelSpec.model_validate_json(spec_json), "<tune>")
+    failed = [f"{c.name}: {c.detail}" for c in check_cuda(checked, sources) if not c.ok]
+    return "CUDA checks failed: " + "; ".join(failed) if failed else None
+
+
+# Correctness is checked where it is cheap: the kernel's code is the same at every count, only the grid grows.
+CHECKED_TOKENS_MAX = 256
+
+
+def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: Path, jobs: int) -> list[list]:
+    """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
+    modules per spec (rejected candidates marked)."""
+    from .testing import build_variant
+
+    modules = [[build_variant(c.spec, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
+    flat = [(module, candidate) for group, (_, found) in zip(modules, found_by_spec) for module, candidate in zip(group, found)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(flat))), mp_context=context) as pool:
+        verdicts = pool.map(
+            _compile_and_check, [str(Path(m.__file__).parent / "kernel.py") for m, _ in flat], [c.spec.model_dump_json() for _, c in flat]
+        )
+        for (_, candidate), verdict in zip(flat, verdicts):
+            candidate.rejected = verdict
+    return modules
+
+
+def measure(spec: KernelSpec, found: list[Candidate], modules: list, l2_bytes: int, progress) -> None:
+    """Checks each compiled candidate against its reference, then times it at every bucket's count."""
+    from .bench import GRAPH_CALLS, input_sets, time_graph
+    from .testing import run_and_compare
+
+    tokens_measured = [spec.tokens] if spec.tokens else [bucket.measured_at for bucket in BUCKETS]
+    sets = {}  # every candidate of a spec takes the same inputs
+    for candidate, module in zip(found, modules):
+        progress(f"{spec.name} {candidate.hints['threads']}×{candidate.hints['block_m']}")
+        if candidate.rejected:
+            continue
+        try:
+            for tokens in tokens_measured:
+                if tokens <= CHECKED_TOKENS_MAX or spec.tokens:
+                    run_and_compare(module, tokens)
+                if tokens not in sets:
+                    sets[tokens] = input_sets(module, candidate.plan.ledger.fused_bytes(tokens), tokens, l2_bytes)
+                candidate.median_us[tokens] = statistics.median(time_graph(module.kernel, sets[tokens], calls=GRAPH_CALLS))
+        except AssertionError as exc:
+            candidate.rejected = f"wrong results: {str(exc).splitlines()[0][:200]}"
+def winners(spec: KernelSpec, found: list[Candidate], measured: dict) -> GpuWinners:
+    planner = found[0]
+    if planner.rejected:
+        raise RuntimeError(f"{spec.name}: the planner's own schedule failed on the GPU ({planner.rejected}); fix that first")
+    # A spec with pinned tokens is timed at its count only, and that winner serves it.
+    buckets = [Bucket(1, None, spec.tokens)] if spec.tokens else BUCKETS
+    chosen_by_bucket = []
+    for bucket in buckets:
+        at = bucket.measured_at
+        timed = [c for c in found if not c.rejected]
+        best = min(timed, key=lambda c: c.median_us[at])
+        base = planner.median_us[at]
+        chosen = best if best.median_us[at] < base * (1 - MARGIN) else planner
+        chosen_by_bucket.append(
+            BucketWinner(
+                first_tokens=bucket.first_tokens,
+                last_tokens=bucket.last_tokens,
+                measured_at=at,
+                hints=WinnerHints.model_validate(chosen.hints),
+                median_us=round(chosen.median_us[at], 3),
+                planner_median_us=round(base, 3),
+                candidates=len(timed),
+            )
+        )
+    return GpuWinners(measured=measured, buckets=chosen_by_bucket)
+
+
+def main(args) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from .bench import environment, variants
+    from .build import collect_spec_files, load_and_plan
+
+    written = load_and_plan(collect_spec_files([Path(p) for p in args.paths]))
+    specs = [KernelSpec.model_validate(v) for p in written for v in variants(p.spec, args.hidden, args.dtype)]
+    env = environment()
+    gpu = env["gpu"]
+    measured = {key: env[key] for key in ("date", "commit", "driver", "torch", "tilelang")}
+    tuning = Tuning.load(Path(args.tuning), gpu)
+    table = tuning.table
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    scratch = Path(tempfile.mkdtemp(prefix="fusegen-tune-"))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    changed = False
+    found_by_spec = [(spec, candidates(spec)) for spec in specs]
+    count = sum(len(found) for _, found in found_by_spec)
+    print(f"compiling and checking {count} candidates of {len(specs)} kernels")
+    modules = compile_all(found_by_spec, scratch, args.jobs or os.cpu_count() or 1)
+    report = []
+    with tqdm(total=count, unit="candidate", dynamic_ncols=True) as bar:
+        def progress(label):
+            bar.set_description(label[:60])
+            bar.update(1)
+
+        for (spec, found), spec_modules in zip(found_by_spec, modules):
+            measure(spec, found, spec_modules, l2, progress)
+            result = winners(spec, found, measured)
+            table = with_winners(table, spec, gpu, result)
+            report.append({
+                "kernel": spec.name,
+                "problem": problem_summary(spec),
+                "winners": result.model_dump(mode="json"),
+                "candidates": [{"hints": c.hints, "rejected": c.rejected, "median_us": c.median_us} for c in found],
+            })
+            # Saved per kernel: a run cut short keeps what it measured.
+            changed = save_table(Path(args.tuning), table) or changed
+            (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))
+    text = render_report(report, env)
+    (out / "tune.md").write_text(text)
+    print(text)
+    print(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it")
+    return 0
+
+
+def render_report(report: list[dict], env: dict) -> str:
+    lines = [
+        f"tuned on {env['gpu']} ({env['date']}, commit {env['commit']})",
+        "",
+        "| kernel | tokens | winner (threads × block_m, prefetch) | µs | planner µs | gain | timed / rejected |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for entry in report:
+        rejected = sum(1 for c in entry["candidates"] if c["rejected"])
+        for bucket in entry["winners"]["buckets"]:
+            h = bucket["hints"]
+            last = bucket["last_tokens"]
+            span = f"{bucket['first_tokens']}+" if last is None else f"{bucket['first_tokens']}–{last}"
+            lines.append(
+                f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {h['variant']} {h['threads']} × {h['block_m']}, "
+                f"{h['prefetch']} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "
+                f"{bucket['planner_median_us'] / bucket['median_us']:.2f}× | {bucket['candidates']} / {rejected} |"
+            )
+    return "\n".join(lines) + "\n"

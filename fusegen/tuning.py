@@ -1,0 +1,197 @@
+"""Tuning winners: the schedule measured fastest per (kernel problem, GPU, token bucket).
+
+`fusegen tune` measures them on a GPU and writes them to a JSON file in the project (committed, like
+generated/); `fusegen build` reads that file and gives every kernel one routed program per range of
+token counts whose winner differs. A problem is the spec without its name and without the schedule
+hints it leaves "auto", so two specs of the same chain and shape share their winners, and a spec that
+pins a hint is tuned only over the hints it leaves free.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import SpecError
+
+TUNING_FILE = "tuning.json"
+# Build machines have no GPU: the winners of this GPU are used unless `--gpu` names another.
+DEFAULT_GPU = "NVIDIA H200"
+
+
+@dataclass(frozen=True)
+class Bucket:
+    first_tokens: int
+    last_tokens: int | None
+    measured_at: int  # the token count timed for the whole bucket
+
+    def label(self) -> str:
+        return f"{self.first_tokens}+" if self.last_tokens is None else f"{self.first_tokens}–{self.last_tokens}"
+
+
+# Decode-sized batches are latency-bound (a handful of blocks on 132 SMs), prefill-sized ones
+# bandwidth-bound; the middle bucket is where the grid first fills the GPU.
+BUCKETS = (Bucket(1, 64, 8), Bucket(65, 1024, 256), Bucket(1025, None, 16384))
+
+
+@dataclass(frozen=True)
+class TunedRoute:
+    """What the planner takes from the tuning file: schedule hints for a range of token counts."""
+
+    first_tokens: int
+    last_tokens: int | None
+    hints: dict
+    origin: str
+
+    def serves(self, tokens: int) -> bool:
+        return self.first_tokens <= tokens and (self.last_tokens is None or tokens <= self.last_tokens)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class WinnerHints(_Strict):
+    """Every schedule hint, concrete: what the winning candidate was planned with."""
+
+    variant: Literal["fragment", "naive", "splitk"]
+    block_m: int = Field(ge=1)
+    threads: int = Field(ge=32)
+    blk_k: Union[Literal["auto"], int]
+    prefetch: Union[Literal["auto"], bool]
+
+
+class BucketWinner(_Strict):
+    first_tokens: int = Field(ge=1)
+    last_tokens: Optional[int] = Field(ge=1)
+    measured_at: int = Field(ge=1)
+    hints: WinnerHints
+    median_us: float = Field(gt=0)
+    planner_median_us: float = Field(gt=0)  # the schedule the planner picks without tuning
+    candidates: int = Field(ge=1)
+
+
+class GpuWinners(_Strict):
+    measured: dict[str, Optional[str]]  # date, commit, torch, driver: where the numbers come from
+    buckets: list[BucketWinner] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _cover_every_count(self):
+        expected = 1
+        for bucket in self.buckets:
+            if bucket.first_tokens != expected or (bucket.last_tokens is not None and bucket.last_tokens < bucket.first_tokens):
+                raise ValueError(f"buckets must cover 1, 2, 3, … tokens in order; one starts at {bucket.first_tokens}")
+            expected = None if bucket.last_tokens is None else bucket.last_tokens + 1
+            if expected is None:
+                break
+        if expected is not None or self.buckets[-1].last_tokens is not None:
+            raise ValueError("the last bucket must have last_tokens = null (no upper limit)")
+        return self
+
+
+class ProblemWinners(_Strict):
+    problem: str  # readable summary; the key is its hash
+    gpus: dict[str, GpuWinners]
+
+
+class TuningTable(_Strict):
+    format: Literal[1] = 1
+    problems: dict[str, ProblemWinners] = {}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The winners a build uses: one table, one GPU's column of it."""
+
+    table: TuningTable
+    gpu: str
+    path: str
+
+    @classmethod
+    def load(cls, path: Path, gpu: str = DEFAULT_GPU) -> "Tuning":
+        return cls(load_table(path), gpu, str(path))
+
+    def routes(self, spec) -> tuple[TunedRoute, ...]:
+        return routes_for(self.table, spec, self.gpu)
+
+
+UNTUNED = Tuning(TuningTable(), DEFAULT_GPU, "")
+
+
+def problem_of(spec) -> dict:
+    data = spec.model_dump(mode="json")
+    del data["name"]
+    data["schedule"] = {key: value for key, value in data["schedule"].items() if value != "auto"}
+    return data
+
+
+def problem_key(spec) -> str:
+    return hashlib.sha256(json.dumps(problem_of(spec), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def problem_summary(spec) -> str:
+    pinned = problem_of(spec)["schedule"]
+    return (
+        " → ".join(op.kind for op in spec.op)
+        + f", {spec.dtype}, hidden {spec.hidden}"
+        + (f", tokens {spec.tokens}" if spec.tokens else "")
+        + (f", pinned {pinned}" if pinned else "")
+    )
+
+
+def load_table(path: Path) -> TuningTable:
+    """The table in `path`; no file is an empty table. A damaged file is a SpecError naming the key."""
+    if not path.exists():
+        return TuningTable()
+    try:
+        return TuningTable.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(str(path), "", f"is not a readable JSON tuning file ({exc}); delete it or run `fusegen tune` again") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise SpecError(str(path), key, f"{first['msg']}; a tuning file is written by `fusegen tune`, not by hand") from None
+
+
+def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
+    """The winners for this spec on `gpu`, adjacent buckets with the same winner merged; () if untuned."""
+    entry = table.problems.get(problem_key(spec))
+    winners = entry.gpus.get(gpu) if entry else None
+    if winners is None:
+        return ()
+    routes: list[TunedRoute] = []
+    for bucket in winners.buckets:
+        hints = bucket.hints.model_dump()
+        if routes and routes[-1].hints == hints:
+            routes[-1] = TunedRoute(routes[-1].first_tokens, bucket.last_tokens, hints, routes[-1].origin)
+            continue
+        origin = f"tuning on {gpu} ({winners.measured.get('date', '?')[:10]}, commit {winners.measured.get('commit')})"
+        routes.append(TunedRoute(bucket.first_tokens, bucket.last_tokens, hints, origin))
+    return tuple(routes)
+
+
+def with_winners(table: TuningTable, spec, gpu: str, winners: GpuWinners) -> TuningTable:
+    problems = dict(table.problems)
+    key = problem_key(spec)
+    gpus = dict(problems[key].gpus) if key in problems else {}
+    gpus[gpu] = winners
+    problems[key] = ProblemWinners(problem=problem_summary(spec), gpus=gpus)
+    return TuningTable(problems=problems)
+
+
+def save_table(path: Path, table: TuningTable) -> bool:
+    """Writes the table if its text changed (atomically); returns whether it did."""
+    text = json.dumps(table.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    handle, draft = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(draft, path)
+    return True

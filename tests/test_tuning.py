@@ -1,0 +1,167 @@
+"""The tuning file and its use by the planner and build (CPU): routes by token count, pinned hints
+winning over tuned ones, damaged files reported by key, and the tune command's candidate space."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusegen.emit import render
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec, load_spec
+from fusegen.tune import candidates
+from fusegen.tuning import (
+    BUCKETS,
+    BucketWinner,
+    GpuWinners,
+    Tuning,
+    TuningTable,
+    WinnerHints,
+    problem_key,
+    routes_for,
+    save_table,
+    with_winners,
+)
+from fusegen.errors import SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU = "Test GPU"
+
+
+def spec_of(**changes) -> KernelSpec:
+    spec, _ = load_spec(ROOT / "specs" / "rms_norm_rope_quant_fp8_only.toml")
+    return spec.model_copy(update=changes)
+
+
+def hints(threads: int, block_m: int = 1, prefetch: bool = True) -> dict:
+    return {"variant": "fragment", "block_m": block_m, "threads": threads, "blk_k": "auto", "prefetch": prefetch}
+
+
+def winners_of(*per_bucket: dict) -> GpuWinners:
+    return GpuWinners(
+        measured={"date": "2026-11-29T00:00:00+00:00", "commit": "abc1234"},
+        buckets=[
+            BucketWinner(
+                first_tokens=b.first_tokens, last_tokens=b.last_tokens, measured_at=b.measured_at,
+                hints=WinnerHints.model_validate(h), median_us=1.0, planner_median_us=1.1, candidates=3,
+            )
+            for b, h in zip(BUCKETS, per_bucket)
+        ],
+    )
+
+
+def table_for(spec: KernelSpec, *per_bucket: dict) -> TuningTable:
+    return with_winners(TuningTable(), spec, GPU, winners_of(*per_bucket))
+
+
+def test_adjacent_buckets_with_one_winner_become_one_route():
+    spec = spec_of()
+    routes = routes_for(table_for(spec, hints(256), hints(256), hints(128)), spec, GPU)
+    assert [(r.first_tokens, r.last_tokens, r.hints["threads"]) for r in routes] == [(1, 1024, 256), (1025, None, 128)]
+    assert routes_for(table_for(spec, hints(128), hints(128), hints(128)), spec, GPU)[0].last_tokens is None
+
+
+def test_winners_are_keyed_by_problem_not_by_name_or_gpu():
+    spec = spec_of()
+    table = table_for(spec, hints(256), hints(256), hints(128))
+    assert routes_for(table, spec.model_copy(update={"name": "renamed"}), GPU)
+    assert not routes_for(table, spec, "Another GPU")
+    assert not routes_for(table, spec.model_copy(update={"hidden": 8192}), GPU)
+    assert problem_key(spec) != problem_key(spec.model_copy(update={"dtype": "bfloat16"}))
+
+
+def test_plan_emits_one_program_per_route_and_the_launcher_routes_by_count():
+    spec = spec_of()
+    tuned = Tuning(table_for(spec, hints(512, prefetch=False), hints(256), hints(128, 2)), GPU, "t.json").routes(spec)
+    p = plan(spec, "specs/x.toml", tuned)
+    assert [(r.first_tokens, r.last_tokens) for r in p.routes] == [(1, 64), (65, 1024), (1025, None)]
+    assert [(r.schedule.threads, r.schedule.block_m, r.schedule.prefetch) for r in p.routes] == [(512, 1, False), (256, 1, True), (128, 2, True)]
+    assert p.schedule is p.routes[-1].schedule
+    text = render(p)["kernel.py"]
+    assert "ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_2),)" in text
+    namespace: dict = {}
+    exec(compile(text, "kernel.py", "exec"), namespace)
+    launcher = namespace["launcher"]
+    assert [launcher.route_index(t) for t in (1, 64, 65, 1024, 1025, 10**6)] == [0, 0, 1, 1, 2, 2]
+    assert p.identity != plan(spec, "specs/x.toml").identity
+
+
+def test_hints_pinned_by_the_spec_win_over_tuned_ones():
+    spec = spec_of(schedule=spec_of().schedule.model_copy(update={"threads": 256}))
+    table = with_winners(TuningTable(), spec, GPU, winners_of(hints(512), hints(512), hints(128, 2)))
+    p = plan(spec, "x.toml", routes_for(table, spec, GPU))
+    assert {r.schedule.threads for r in p.routes} == {256}
+
+
+def test_a_pinned_token_count_keeps_only_its_route():
+    spec = spec_of(tokens=100)
+    table = table_for(spec, hints(512), hints(256), hints(128))
+    p = plan(spec, "x.toml", routes_for(table, spec, GPU))
+    assert [(r.first_tokens, r.last_tokens, r.schedule.threads) for r in p.routes] == [(1, None, 256)]
+
+
+def test_save_is_write_if_different_and_round_trips(tmp_path):
+    spec = spec_of()
+    table = table_for(spec, hints(256), hints(256), hints(128))
+    path = tmp_path / "tuning.json"
+    assert save_table(path, table)
+    assert not save_table(path, table)
+    assert Tuning.load(path, GPU).routes(spec) == routes_for(table, spec, GPU)
+
+
+@pytest.mark.parametrize(
+    "damage, key",
+    [
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["buckets"][0].update(first_tokens=2), "problems."),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["buckets"][0]["hints"].update(threads="many"), "threads"),
+        (lambda d: d.update(format=7), "format"),
+    ],
+)
+def test_a_damaged_tuning_file_is_an_error_naming_the_key(tmp_path, damage, key):
+    spec = spec_of()
+    data = table_for(spec, hints(256), hints(256), hints(128)).model_dump(mode="json")
+    damage(data)
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SpecError) as caught:
+        Tuning.load(path, GPU)
+    assert str(path) in str(caught.value) and key in caught.value.key
+
+
+def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
+    (tmp_path / "tuning.json").write_text("{not json")
+    result = subprocess.run(
+        [sys.executable, "-m", "fusegen", "build", str(ROOT / "specs" / "rms_norm.toml"), "--out", str(tmp_path / "out"),
+         "--tuning", str(tmp_path / "tuning.json")],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "tuning.json" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
+    spec = spec_of()
+    found = candidates(spec)
+    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True}
+    keys = [json.dumps(c.hints, sort_keys=True) for c in found]
+    assert len(keys) == len(set(keys)) > 10
+    assert {c.hints["prefetch"] for c in found} == {True, False}
+    pinned = spec_of(schedule=spec.schedule.model_copy(update={"block_m": 2}))
+    assert {c.hints["block_m"] for c in candidates(pinned)} == {2}
+    # No candidate leaves threads idle or over the register budget.
+    assert all(8 <= c.plan.schedule.elems_per_thread <= 64 for c in found)
+
+
+def test_committed_tuning_file_is_valid_and_used_by_the_examples():
+    """tuning.json is what `fusegen tune` wrote on the H200; every example spec must find its winners."""
+    path = ROOT / "tuning.json"
+    if not path.exists():
+        pytest.fail("tuning.json is missing: run `fusegen tune specs/` on the GPU")
+    tuning = Tuning.load(path)
+    for spec_file in sorted((ROOT / "specs").glob("*.toml")):
+        spec, _ = load_spec(spec_file)
+        assert tuning.routes(spec), f"{spec_file.name} has no tuning entry for {tuning.gpu}"
