@@ -70,4 +70,4 @@ def program(threads=256, grid_blocks=132 * 4, vec=8, min_blocks=1, persistent=Tr
 
 
 def launcher(**schedule):
-    return Launcher("persistent_fp8", str(schedule), lambda: program(**schedule), base.TARGET, base.INPUTS, base.OUTPUTS, base.Outputs, None)
+    return Launcher("persistent_fp8", str(schedule), ((1, None, lambda: program(**schedule)),), base.TARGET, base.INPUTS, base.OUTPUTS, base.Outputs, None)
