@@ -40,6 +40,7 @@ class Row:
     ledger_bytes: int
     tb_per_s: float
     host_us_per_call: float | None
+    schedule: str = ""  # the program that served this count (fusegen rows)
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float, float]:
@@ -169,10 +170,13 @@ def input_sets(module, bytes_moved: int, tokens: int, l2_bytes: int) -> list[tup
     return [random_inputs(module, tokens, generator) for _ in range(sets)]
 
 
-def bench_kernel(module, ledger, name: str, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
+def bench_kernel(module, p, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
     import torch
 
-    bytes_moved = ledger.fused_bytes(tokens)
+    from .emit import schedule_summary
+
+    name = p.name
+    bytes_moved = p.ledger.fused_bytes(tokens)
     arg_sets = input_sets(module, bytes_moved, tokens, l2_bytes)
     eager = module.reference
     makers = {
@@ -194,7 +198,8 @@ def bench_kernel(module, ledger, name: str, tokens: int, l2_bytes: int, progress
             print(f"\n{name} m={tokens} {impl}: not timed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
             continue
         median, p10, p90 = _percentiles(samples)
-        rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, host))
+        schedule = schedule_summary(p.route_for(tokens)) if impl == "fusegen" else ""
+        rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, host, schedule))
     return rows
 
 
@@ -202,8 +207,8 @@ def render_table(rows: list[Row], ceiling: float) -> str:
     lines = [
         f"copy ceiling: {ceiling:.2f} TB/s (read + write)",
         "",
-        "| kernel | tokens | fusegen µs | TB/s | × copy | eager µs | compile µs | compile(dynamic) µs | × compile | fusegen host µs/call |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| kernel | tokens | fusegen µs | TB/s | × copy | eager µs | compile µs | compile(dynamic) µs | × compile | fusegen host µs/call | program |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     grouped: dict[tuple[str, int], dict[str, Row]] = {}
     for row in rows:
@@ -217,7 +222,7 @@ def render_table(rows: list[Row], ceiling: float) -> str:
         host = f"{f.host_us_per_call:.1f}" if f.host_us_per_call is not None else "–"
         lines.append(
             f"| {kernel} | {tokens} | {f.median_us:.1f} | {f.tb_per_s:.2f} | {f.tb_per_s / ceiling:.2f} | {us('eager')} | "
-            f"{us('compile')} | {us('compile_dynamic')} | {versus} | {host} |"
+            f"{us('compile')} | {us('compile_dynamic')} | {versus} | {host} | {f.schedule} |"
         )
     return "\n".join(lines)
 
@@ -262,19 +267,22 @@ def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
     return out
 
 
-def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=None, dtypes=None, baselines=None):
+def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=None, dtypes=None, baselines=None, tuning_file=None):
     import torch
     from tqdm import tqdm
 
     from .build import collect_spec_files, load_and_plan
-    from .testing import build_variant
-    from .spec import KernelSpec
-
     from .plan import plan as make_plan
+    from .spec import KernelSpec
+    from .testing import build_variant
+    from .tuning import TUNING_FILE, Tuning
 
-    written = load_and_plan(collect_spec_files(spec_paths))
-    plans = [make_plan(KernelSpec.model_validate(v), p.spec_file) for p in written for v in variants(p.spec, hiddens, dtypes)]
     env = environment()
+    # The winners of the GPU this runs on, as `fusegen build --gpu` would pick them.
+    tuning = Tuning.load(Path(tuning_file or TUNING_FILE), env["gpu"])
+    written = load_and_plan(collect_spec_files(spec_paths))
+    specs = [(KernelSpec.model_validate(v), p.spec_file) for p in written for v in variants(p.spec, hiddens, dtypes)]
+    plans = [make_plan(spec, spec_file, tuning.routes(spec)) for spec, spec_file in specs]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     ceiling = copy_ceiling()
     rows: list[Row] = []
@@ -285,12 +293,12 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
             bar.set_description(label[:60])
             bar.update(1)
 
-        for p in plans:
-            module = build_variant(KernelSpec.model_validate(p.spec), scratch)
+        for (spec, _), p in zip(specs, plans):
+            module = build_variant(spec, scratch, tuning.routes(spec))
             for m in tokens:
                 if p.tokens and m != p.tokens:
                     continue
-                rows += bench_kernel(module, p.ledger, p.name, m, l2, progress, baselines or BASELINES)
+                rows += bench_kernel(module, p, m, l2, progress, baselines or BASELINES)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench.json").write_text(json.dumps({"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}, indent=1))
     plot(rows, ceiling, out_dir / "bench.png", f"fusegen on {env['gpu']} ({env['date'][:10]})")
@@ -299,7 +307,7 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
 
 def main(args) -> int:
     rows, ceiling, env = run(
-        [Path(p) for p in args.paths], tuple(args.tokens), Path(args.out_dir), args.hidden, args.dtype, tuple(args.baselines)
+        [Path(p) for p in args.paths], tuple(args.tokens), Path(args.out_dir), args.hidden, args.dtype, tuple(args.baselines), args.tuning
     )
     table = render_table(rows, ceiling)
     header = ", ".join(f"{k} {v}" for k, v in env.items())

@@ -114,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
     bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
+    bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
     bench.set_defaults(func=cmd_bench)
     tune = sub.add_parser("tune", help="search schedules on the GPU per token bucket; winners go to the tuning file build reads")
     tune.add_argument("paths", nargs="+", help="spec files or directories")

@@ -17,10 +17,10 @@ def import_file(path: Path, module_name: str):
 
 def cuda_sources(module) -> list[str]:
     """Compiles each of a kernel module's routed programs for its target; the device CUDA of each."""
-    import tilelang
+    from .runtime import compile_program
 
     launcher = module.launcher
-    return [tilelang.compile(program(), target=launcher.target).get_kernel_source() for _, _, program in launcher.routes]
+    return [compile_program(program, launcher.target).get_kernel_source() for _, _, program in launcher.routes]
 
 
 def cuda_sources_of_file(kernel_py: Path) -> list[str]:

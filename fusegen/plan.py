@@ -15,7 +15,9 @@ from .tuning import TunedRoute
 
 # The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
 LEDGER_TOKENS = 4096
-THREAD_CHOICES = (32, 64, 128, 256, 512, 1024)
+# A block is any whole number of warps up to 1024 threads.
+THREAD_CHOICES = tuple(range(32, 1025, 32))
+POWER_OF_TWO_THREADS = (32, 64, 128, 256, 512, 1024)
 # fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
 # under ~160 registers with no spills; 32 leaves room for two blocks per SM.
 HARD_ELEMS_PER_THREAD = 64
@@ -43,12 +45,22 @@ def _power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
-def _checked_hint(value, key: str, allowed: tuple[int, ...]) -> int | None:
+def _checked_hint(value, key: str, allowed: tuple[int, ...], described: str | None = None) -> int | None:
     if value == "auto":
         return None
     if value not in allowed:
-        raise ChainError(key, f"must be \"auto\" or one of {', '.join(map(str, allowed))}, got {value}")
+        raise ChainError(key, f"must be \"auto\" or {described or 'one of ' + ', '.join(map(str, allowed))}, got {value}")
     return value
+
+
+def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
+    """Thread counts worth considering: the powers of two, and every whole number of warps that covers
+    the row in 16-byte vectors exactly (7168 fp16 = 896 vectors: 224, 448, 896 threads), which a power
+    of two would cover only with narrower vectors or padding."""
+    per_vector = 16 // DTYPE_BYTES[spec.dtype]
+    vectors = spec.hidden // per_vector if spec.hidden % per_vector == 0 else 0
+    exact = {t for t in THREAD_CHOICES if vectors and vectors % t == 0}
+    return tuple(sorted(set(POWER_OF_TWO_THREADS) | exact))
 
 
 def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int) -> Schedule:
@@ -56,10 +68,15 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden
     candidates = []
-    for threads in (threads_hint,) if threads_hint else THREAD_CHOICES:
+    for threads in (threads_hint,) if threads_hint else thread_counts(spec):
         vector = 16 // elem
         while vector >= 1:
             tile = threads * vector
+            if tile % multiple and not _power_of_two(threads):
+                # A quantisation group would straddle the wrap from the last thread back to the first,
+                # a layout only power-of-two tiles are known to reduce correctly (NOTES.md).
+                vector //= 2
+                continue
             step = tile * multiple // math.gcd(tile, multiple)
             padded = -(-n // step) * step
             per_thread = block_m * padded // threads
@@ -176,7 +193,7 @@ def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tens
 def choose_schedule(spec: KernelSpec) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known."""
     hints = spec.schedule
-    threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES)
+    threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f"only applies to variant = \"splitk\", not \"{hints.variant}\"")

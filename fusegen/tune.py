@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .errors import ChainError
 from .model import Plan
-from .plan import THREAD_CHOICES, plan
+from .plan import plan, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import BUCKETS, Bucket, BucketWinner, GpuWinners, Tuning, WinnerHints, problem_summary, save_table, with_winners
 
@@ -50,7 +50,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first."""
     pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
     axes = {
-        "threads": THREAD_CHOICES,
+        "threads": thread_counts(spec),
         "block_m": BLOCK_M_CHOICES,
         "prefetch": (True, False),
     }

@@ -165,3 +165,21 @@ def test_committed_tuning_file_is_valid_and_used_by_the_examples():
     for spec_file in sorted((ROOT / "specs").glob("*.toml")):
         spec, _ = load_spec(spec_file)
         assert tuning.routes(spec), f"{spec_file.name} has no tuning entry for {tuning.gpu}"
+
+
+def test_a_candidate_replaces_the_planner_choice_only_when_clearly_faster():
+    from fusegen.tune import MARGIN, winners
+
+    spec = spec_of()
+    planner, close, fast, wrong = candidates(spec)[:4]
+    at = [b.measured_at for b in BUCKETS]
+    planner.median_us = dict(zip(at, (10.0, 20.0, 100.0)))
+    close.median_us = dict(zip(at, (10.0 * (1 - MARGIN / 2), 30.0, 200.0)))  # inside the margin: noise
+    fast.median_us = dict(zip(at, (11.0, 15.0, 90.0)))
+    wrong.median_us = dict(zip(at, (1.0, 1.0, 1.0)))
+    wrong.rejected = "wrong results: 3 of 4096 fp8 codes differ"
+    result = winners(spec, [planner, close, fast, wrong], {"date": "2026-11-29", "commit": "x"})
+    chosen = [b.hints.model_dump() for b in result.buckets]
+    assert chosen == [planner.hints, fast.hints, fast.hints]
+    assert [b.planner_median_us for b in result.buckets] == [10.0, 20.0, 100.0]
+    assert all(b.candidates == 3 for b in result.buckets)
