@@ -86,6 +86,9 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
+                    # Measured (NOTES.md step 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast
+                    # as 256 × 8-byte, and the RoPE and LayerNorm chains 25–40 % slower; tuning may still pick them.
+                    not _power_of_two(threads),
                     per_thread > SOFT_ELEMS_PER_THREAD,
                     padded - n,  # padding costs registers and idle lanes, not DRAM bytes (masked)
                     abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
