@@ -1,4 +1,5 @@
-"""What a generated kernel needs at call time: argument checks, output allocation, one compilation.
+"""What a generated kernel needs at call time: argument checks, output allocation, the program routed to
+the call's token count, compiled once.
 
 Checks run before any launch, so a wrong call fails with a sentence rather than a CUDA error or a
 silent out-of-bounds read.

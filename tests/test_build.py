@@ -114,9 +114,11 @@ def identity_of(directory: Path) -> str:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
-    """A working directory holding specs/ and a fresh generated/ built from them, and its files."""
+    """A working directory holding specs/, the tuning winners and a fresh generated/ built from them,
+    and its files."""
     work = tmp_path_factory.mktemp("reference")
     shutil.copytree(REPO / "specs", work / "specs")
+    shutil.copy(REPO / "tuning.json", work / "tuning.json")
     result = fusegen(*build_args("specs/"), cwd=work)
     assert status_lines(result.stdout) == {name: "written" for name in KERNEL_NAMES}
     return work, snapshot(work / "generated")
@@ -196,7 +198,8 @@ def _sabotage_render(monkeypatch, victim: str) -> None:
     def render(plan):
         files = real_render(plan)
         if plan.name == victim:
-            files["kernel.py"] += "\n\ndef program():\n    raise RuntimeError('injected lowering failure')\n"
+            marker = "def program_0():\n"
+            files["kernel.py"] = files["kernel.py"].replace(marker, marker + "    raise RuntimeError('injected lowering failure')\n")
         return files
 
     monkeypatch.setattr(build_module, "render", render)
@@ -232,6 +235,7 @@ def test_concurrent_builds_leave_a_consistent_tree(reference, tmp_path):
     source, expected = reference
     work = tmp_path / "work"
     shutil.copytree(source / "specs", work / "specs")
+    shutil.copy(source / "tuning.json", work / "tuning.json")
     (work / "other").mkdir()
     shutil.copy(work / "specs" / "rms_norm.toml", work / "other" / "rms_norm.toml")
     change_eps(work / "other" / "rms_norm.toml")

@@ -10,6 +10,7 @@ from fusegen.build import display_path, plan_spec
 from fusegen.cuda_checks import check_cuda
 from fusegen.emit import program_sources
 from fusegen.spec import load_spec
+from fusegen.tuning import Tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.toml"))
@@ -27,7 +28,8 @@ def test_every_seed_kernel_has_a_spec():
 def test_committed_cuda_passes_the_checks(path):
     spec, text = load_spec(path)
     sources = program_sources((ROOT / "generated" / spec.name / "kernel.cu").read_text())
-    failures = [f"{c.name}: {c.detail}" for c in check_cuda(plan_spec(spec, text, display_path(path)), sources) if not c.ok]
+    tuned = plan_spec(spec, text, display_path(path), Tuning.load(ROOT / "tuning.json"))
+    failures = [f"{c.name}: {c.detail}" for c in check_cuda(tuned, sources) if not c.ok]
     assert not failures, failures
 
 
