@@ -16,11 +16,11 @@ def import_file(path: Path, module_name: str):
 
 
 def cuda_sources(module) -> list[str]:
-    """Compiles each of a kernel module's routed programs for its target; the device CUDA of each."""
+    """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order."""
     from .runtime import compile_program
 
     launcher = module.launcher
-    return [compile_program(program, launcher.target).get_kernel_source() for _, _, program in launcher.routes]
+    return [compile_program(program, launcher.target).get_kernel_source() for program in launcher.programs]
 
 
 def cuda_sources_of_file(kernel_py: Path) -> list[str]:

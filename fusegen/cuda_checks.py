@@ -61,15 +61,16 @@ def _fragment_vector_store(source: str, fragment: str, what: str, expected_float
 
 
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
-    """The checks of every routed program, each against the CUDA compiled from it."""
-    if len(sources) != len(plan.routes):
-        raise ValueError(f"{plan.name}: {len(sources)} CUDA sources for {len(plan.routes)} routes")
+    """The checks of every program, each against the CUDA compiled from it."""
+    programs = plan.programs
+    if len(sources) != len(programs):
+        raise ValueError(f"{plan.name}: {len(sources)} CUDA sources for {len(programs)} programs")
     if len(sources) == 1:
-        return _check_route(plan, plan.routes[0], sources[0])
+        return _check_route(plan, programs[0][0], sources[0])
     return [
         Check(f"program_{index}: {check.name}", check.ok, check.detail)
-        for index, (route, source) in enumerate(zip(plan.routes, sources))
-        for check in _check_route(plan, route, source)
+        for index, (served, source) in enumerate(zip(programs, sources))
+        for check in _check_route(plan, served[0], source)
     ]
 
 

@@ -71,11 +71,16 @@ def schedule_summary(route: Route) -> str:
     )
 
 
+def tokens_served(routes: tuple[Route, ...]) -> str:
+    return " and ".join(token_range(r) for r in routes)
+
+
 def _docstring(plan: Plan) -> list[str]:
     routes = []
-    for index, route in enumerate(plan.routes):
+    for index, served in enumerate(plan.programs):
+        route = served[0]
         routes += [
-            f"program_{index}, tokens {token_range(route)}: {schedule_summary(route)}. From {route.origin}.",
+            f"program_{index}, tokens {tokens_served(served)}: {schedule_summary(route)}. From {route.origin}.",
             *(f"  - {reason}" for reason in route.schedule.reasons),
         ]
     lines = [
@@ -100,14 +105,15 @@ def _tensor_spec(t: Tensor) -> str:
     return f'TensorSpec("{t.arg}", {TORCH_DTYPE[t.dtype]}, ({dims}))'
 
 
-def _program(plan: Plan, route: Route, index: int) -> list[str]:
+def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
     m = _tokens_symbol(plan)
+    route = served[0]
     s = route.schedule
     signature = [f'{t.param}: T.Tensor({_shape(t, m)}, "{t.dtype}"),' for t in (*plan.inputs, *plan.outputs)]
     token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
     return [
         f"def program_{index}():",
-        f'    """The TileLang program (a T.prim_func) for tokens {token_range(route)}, before compilation."""',
+        f'    """The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."""',
         token_line,
         "",
         "    @T.prim_func",
@@ -125,7 +131,7 @@ def _program(plan: Plan, route: Route, index: int) -> list[str]:
 
 def kernel_module(plan: Plan) -> str:
     args = ", ".join(t.arg for t in plan.inputs)
-    routes = ", ".join(f"({r.first_tokens}, {r.last_tokens}, program_{i})" for i, r in enumerate(plan.routes))
+    routes = ", ".join(f"({r.first_tokens}, {r.last_tokens}, program_{k})" for r, k in zip(plan.routes, plan.program_of_route))
     lines = [
         *header(plan).splitlines(),
         *_docstring(plan),
@@ -144,7 +150,7 @@ def kernel_module(plan: Plan) -> str:
         "Outputs = output_tuple(OUTPUTS)",
         "",
         "",
-        *(line for index, route in enumerate(plan.routes) for line in _program(plan, route, index)),
+        *(line for index, served in enumerate(plan.programs) for line in _program(plan, served, index)),
         "# (first token count, last or None for no limit, program): each call runs the program of its count.",
         f"ROUTES = ({routes},)",
         "launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)",
@@ -165,10 +171,10 @@ PROGRAM_MARKER = "// ==== "
 
 
 def kernel_cu(plan: Plan, sources: list[str]) -> str:
-    """kernel.cu: the CUDA TileLang compiled from each routed program, one after the other."""
+    """kernel.cu: the CUDA TileLang compiled from each program, one after the other."""
     parts = [header(plan, "//")]
-    for index, (route, source) in enumerate(zip(plan.routes, sources)):
-        parts.append(f"{PROGRAM_MARKER}program_{index}: tokens {token_range(route)}, {schedule_summary(route)}\n{source}")
+    for index, (served, source) in enumerate(zip(plan.programs, sources)):
+        parts.append(f"{PROGRAM_MARKER}program_{index}: tokens {tokens_served(served)}, {schedule_summary(served[0])}\n{source}")
     return "".join(parts)
 
 

@@ -203,3 +203,21 @@ class Plan:
 
     def route_for(self, tokens: int) -> Route:
         return next(r for r in self.routes if r.serves(tokens))
+
+    @property
+    def program_of_route(self) -> tuple[int, ...]:
+        """The program each route runs: routes with one schedule (not adjacent, or they would have
+        merged) share the program of the first of them."""
+        distinct: list[Schedule] = []
+        numbers = []
+        for route in self.routes:
+            if route.schedule not in distinct:
+                distinct.append(route.schedule)
+            numbers.append(distinct.index(route.schedule))
+        return tuple(numbers)
+
+    @property
+    def programs(self) -> tuple[tuple[Route, ...], ...]:
+        """Per program, the routes it serves."""
+        numbers = self.program_of_route
+        return tuple(tuple(r for r, n in zip(self.routes, numbers) if n == k) for k in range(max(numbers) + 1))

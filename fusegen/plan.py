@@ -105,10 +105,14 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             f"(at most {HARD_ELEMS_PER_THREAD} elements per thread)",
         )
     _, threads, vector, padded, per_thread = min(candidates)
+    why = (
+        "as the threads hint asks"
+        if threads_hint
+        else f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
+    )
     reasons = [
         f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the row in {per_thread // vector} "
-        f"vector(s) per thread ({per_thread} fp32 values), closest to the {TARGET_ELEMS_PER_THREAD} per thread "
-        "that keeps several loads in flight without crowding registers",
+        f"vector(s) per thread ({per_thread} fp32 values), {why}",
     ]
     if padded != n:
         reasons.append(
@@ -253,8 +257,11 @@ def _ledger(spec: KernelSpec, stages, x: Tensor, y: Tensor | None) -> Ledger:
     return Ledger(tuple(fused), tuple(unfused))
 
 
-def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str) -> Route:
+def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool = False) -> Route:
     schedule = choose_schedule(spec)
+    if tuned:
+        measured = "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
+        schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
     context = chain_context(spec, schedule.block_m, schedule.layout(spec.hidden).padded_hidden)
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = tuple(t for s in stages for t in s.inputs)
@@ -286,7 +293,7 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -
     if spec.tokens is not None:
         tuned = tuple(TunedRoute(1, None, r.hints, r.origin) for r in tuned if r.serves(spec.tokens))
     if tuned:
-        routes = tuple(_route(_tuned_spec(spec, r), r.first_tokens, r.last_tokens, r.origin) for r in tuned)
+        routes = tuple(_route(_tuned_spec(spec, r), r.first_tokens, r.last_tokens, r.origin, tuned=True) for r in tuned)
     else:
         routes = (_route(spec, 1, None, "planner rules (no tuning entry for this kernel)"),)
     stages = routes[-1].stages

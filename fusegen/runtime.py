@@ -54,8 +54,17 @@ class Launcher:
         self.output_type = output_type
         self.tokens = tokens
         self.compilations = 0
-        self._compiled = [None] * len(routes)
+        self._compiled = {}  # program -> compiled kernel; routes may share a program
         self._lock = threading.Lock()
+
+    @property
+    def programs(self) -> list:
+        """The distinct programs, in the order of the routes that first use them."""
+        seen = []
+        for _, _, program in self.routes:
+            if program not in seen:
+                seen.append(program)
+        return seen
 
     def route_index(self, tokens: int) -> int:
         for index, (_, last, _) in enumerate(self.routes):
@@ -64,15 +73,17 @@ class Launcher:
         raise AssertionError(f"{self.name}: no route serves {tokens} tokens")  # routes end with last = None
 
     def compiled(self, tokens: int):
-        """The compiled program for this token count; within a route the count is dynamic, so one
-        compilation per route serves every call."""
-        index = self.route_index(tokens)
-        if self._compiled[index] is None:
+        """The compiled program for this token count; the count is dynamic within a program, so one
+        compilation per program serves every call."""
+        program = self.routes[self.route_index(tokens)][2]
+        compiled = self._compiled.get(program)
+        if compiled is None:
             with self._lock:
-                if self._compiled[index] is None:
-                    self._compiled[index] = compile_program(self.routes[index][2], self.target)
+                compiled = self._compiled.get(program)
+                if compiled is None:
+                    compiled = self._compiled[program] = compile_program(program, self.target)
                     self.compilations += 1
-        return self._compiled[index]
+        return compiled
 
     def _fail(self, message: str):
         raise KernelArgumentError(f"{self.name}: {message}")

@@ -183,3 +183,25 @@ def test_a_candidate_replaces_the_planner_choice_only_when_clearly_faster():
     assert chosen == [planner.hints, fast.hints, fast.hints]
     assert [b.planner_median_us for b in result.buckets] == [10.0, 20.0, 100.0]
     assert all(b.candidates == 3 for b in result.buckets)
+
+
+def test_routes_with_one_schedule_share_a_program_compiled_once(tmp_path):
+    """Buckets 1 and 3 with one winner, bucket 2 with another: two programs, not three, and the
+    launcher compiles each once whichever route asks first (for sm_90a; no GPU needed)."""
+    import logging
+
+    from fusegen.testing import build_variant
+
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
+    spec = spec_of(hidden=1024)
+    tuned = routes_for(table_for(spec, hints(128), hints(256), hints(128)), spec, GPU)
+    p = plan(spec, "x.toml", tuned)
+    assert p.program_of_route == (0, 1, 0)
+    text = render(p)["kernel.py"]
+    assert "ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_0),)" in text
+    assert "def program_2" not in text
+    launcher = build_variant(spec, tmp_path, tuned).launcher
+    assert launcher.compiled(1) is launcher.compiled(5000)
+    assert launcher.compilations == 1
+    assert launcher.compiled(100) is not launcher.compiled(1)
+    assert launcher.compilations == 2

@@ -3,7 +3,8 @@
 """layer_norm_fwd: LayerNorm(eps=1e-05, weight=True, bias=True) over hidden = 4096, float16.
 
 program_0, tokens 1+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
   - op[0] variance from the centred values held in registers (two reductions, one read of x): exact where E[x²] − mean² would cancel catastrophically for rows with a large mean
 Inputs:

@@ -3,10 +3,12 @@
 """rms_norm_naive_row_per_block: RMSNorm(eps=1e-06, weight=True) over hidden = 4096, float16.
 
 program_0, tokens 1–64: naive, 256 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), as the threads hint asks
   - the row is staged in shared memory and read from there twice (the textbook form)
 program_1, tokens 65+: naive, 128 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
   - the row is staged in shared memory and read from there twice (the textbook form)
 Inputs:
   x (m, 4096) float16: activations, one row per token

@@ -2,14 +2,13 @@
 # identity: rms_norm_rope_fused-ced7be1b8490
 """rms_norm_rope_fused: RMSNorm(eps=1e-06, weight=True) → RoPE(neox, tail 64 columns [4032, 4096)) over hidden = 4096, float16.
 
-program_0, tokens 1–64: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+program_0, tokens 1–64 and 1025+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
 program_1, tokens 65–1024: fragment, 512 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 512 threads × 8-element vectors (16 B) cover the row in 1 vector(s) per thread (8 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
-  - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
-program_2, tokens 1025+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 512 threads × 8-element vectors (16 B) cover the row in 1 vector(s) per thread (8 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
   - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
 Inputs:
@@ -37,7 +36,7 @@ Outputs = output_tuple(OUTPUTS)
 
 
 def program_0():
-    """The TileLang program (a T.prim_func) for tokens 1–64, before compilation."""
+    """The TileLang program (a T.prim_func) for tokens 1–64 and 1025+, before compilation."""
     m = T.dynamic("m")
 
     @T.prim_func
@@ -156,68 +155,8 @@ def program_1():
     return rms_norm_rope_fused
 
 
-def program_2():
-    """The TileLang program (a T.prim_func) for tokens 1025+, before compilation."""
-    m = T.dynamic("m")
-
-    @T.prim_func
-    def rms_norm_rope_fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Cos: T.Tensor((m, 32), "float32"),
-        Sin: T.Tensor((m, 32), "float32"),
-        Y: T.Tensor((m, 4096), "float16"),
-    ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
-            row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
-            T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((4096,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
-            for j in T.Parallel(4096):
-                weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                sin_staged[i, j] = Sin[block, j]
-            # op[0] RMSNorm(eps=1e-06, weight=True)
-            sumsq_terms = T.alloc_fragment((1, 4096), "float32")
-            rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, 4096):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, 4, 128), "float32")
-            sumsq_thread = T.alloc_fragment((1, 128), "float32")
-            sumsq_warps = T.alloc_shared((1, 4), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 4, 128, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            for i, t in T.Parallel(1, 128):
-                if t % 32 == 0:
-                    sumsq_warps[i, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0]
-                for w in T.serial(1, 4):
-                    rstd[i] = rstd[i] + sumsq_warps[i, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
-            for i, j in T.Parallel(1, 4096):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
-            # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-            rope_span = T.alloc_shared((1, 64), "float32")
-            for i, j in T.Parallel(1, 64):
-                rope_span[i, j] = row[i, 4032 + j]
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = rope_span[i, j] * cos_staged[i, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[i, j % 32]
-            T.copy(row, Y[block, 0])
-
-    return rms_norm_rope_fused
-
-
 # (first token count, last or None for no limit, program): each call runs the program of its count.
-ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_2),)
+ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_0),)
 launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)
 
 

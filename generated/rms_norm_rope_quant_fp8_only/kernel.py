@@ -3,10 +3,12 @@
 """rms_norm_rope_quant_fp8_only: RMSNorm(eps=1e-06, weight=True) → RoPE(neox, tail 64 columns [4032, 4096)) → FP8 quant(e4m3fn, per token, scale fp32) over hidden = 4096, float16.
 
 program_0, tokens 1–1024: fragment, 256 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
 program_1, tokens 1025+: fragment, 64 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - 64 threads × 8-element vectors (16 B) cover the row in 8 vector(s) per thread (64 fp32 values), closest to the 32 per thread that keeps several loads in flight without crowding registers
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+  - 64 threads × 8-element vectors (16 B) cover the row in 8 vector(s) per thread (64 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
   - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
   - op[2] per-token amax reduces the whole row

@@ -3,6 +3,7 @@
 """rms_norm_splitk: RMSNorm(eps=1e-06, weight=True) over hidden = 4096, float16.
 
 program_0, tokens 1+: splitk, 128 threads, 16-byte vectors, 1 row(s) per block, blk_k 1024. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
   - 4 chunks of 1024 columns: only one chunk is in registers at a time, x is read twice (sum of squares, then scale), the second pass in reverse chunk order so it starts on cached data
 Inputs:
   x (m, 4096) float16: activations, one row per token
