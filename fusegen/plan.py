@@ -288,12 +288,19 @@ def _tuned_spec(spec: KernelSpec, tuned: TunedRoute) -> KernelSpec:
     return spec.model_copy(update={"schedule": hints})
 
 
+def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
+    try:
+        return _route(_tuned_spec(spec, tuned), tuned.first_tokens, tuned.last_tokens, tuned.origin, tuned=True)
+    except ChainError as exc:
+        raise ChainError(exc.key, f"{exc.message} — a hint from the tuning winners ({tuned.origin}); rerun `fusegen tune`") from None
+
+
 def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -> Plan:
     """`tuned`: measured winners by token range (tuning.py); without them one route serves every count."""
     if spec.tokens is not None:
         tuned = tuple(TunedRoute(1, None, r.hints, r.origin) for r in tuned if r.serves(spec.tokens))
     if tuned:
-        routes = tuple(_route(_tuned_spec(spec, r), r.first_tokens, r.last_tokens, r.origin, tuned=True) for r in tuned)
+        routes = tuple(_tuned_route(spec, r) for r in tuned)
     else:
         routes = (_route(spec, 1, None, "planner rules (no tuning entry for this kernel)"),)
     stages = routes[-1].stages

@@ -171,7 +171,8 @@ def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
         if routes and routes[-1].hints == hints:
             routes[-1] = TunedRoute(routes[-1].first_tokens, bucket.last_tokens, hints, routes[-1].origin)
             continue
-        origin = f"tuning on {gpu} ({winners.measured.get('date', '?')[:10]}, commit {winners.measured.get('commit')})"
+        when = (winners.measured.get("date") or "date unknown")[:10]
+        origin = f"tuning on {gpu} ({when}, commit {winners.measured.get('commit') or 'unknown'})"
         routes.append(TunedRoute(bucket.first_tokens, bucket.last_tokens, hints, origin))
     return tuple(routes)
 

@@ -205,3 +205,13 @@ def test_routes_with_one_schedule_share_a_program_compiled_once(tmp_path):
     assert launcher.compilations == 1
     assert launcher.compiled(100) is not launcher.compiled(1)
     assert launcher.compilations == 2
+
+
+def test_a_tuned_hint_the_planner_cannot_follow_names_the_tuning_file():
+    from fusegen.errors import ChainError
+
+    spec = spec_of()
+    table = table_for(spec, hints(32, block_m=4), hints(128), hints(128))  # 4 rows × 4096 over 32 threads: 512 values each
+    with pytest.raises(ChainError) as caught:
+        plan(spec, "x.toml", routes_for(table, spec, GPU))
+    assert "tuning winners" in caught.value.message and "fusegen tune" in caught.value.message
