@@ -30,6 +30,8 @@ BLOCK_M_CHOICES = (1, 2, 4)
 # hard limit spill.
 MIN_ELEMS_PER_THREAD = 8
 MARGIN = 0.02
+# Correctness is checked where it is cheap: the kernel's code is the same at every count, only the grid grows.
+CHECKED_TOKENS_MAX = 256
 
 
 @dataclass
@@ -86,10 +88,6 @@ def _compile_and_check(kernel_py: str, spec_json: str) -> str | None:
     return "CUDA checks failed: " + "; ".join(failed) if failed else None
 
 
-# Correctness is checked where it is cheap: the kernel's code is the same at every count, only the grid grows.
-CHECKED_TOKENS_MAX = 256
-
-
 def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: Path, jobs: int) -> list[list]:
     """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
     modules per spec (rejected candidates marked)."""
@@ -127,6 +125,8 @@ def measure(spec: KernelSpec, found: list[Candidate], modules: list, l2_bytes: i
                 candidate.median_us[tokens] = statistics.median(time_graph(module.kernel, sets[tokens], calls=GRAPH_CALLS))
         except AssertionError as exc:
             candidate.rejected = f"wrong results: {str(exc).splitlines()[0][:200]}"
+
+
 def winners(spec: KernelSpec, found: list[Candidate], measured: dict) -> GpuWinners:
     planner = found[0]
     if planner.rejected:
