@@ -73,9 +73,9 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         while vector >= 1:
             tile = threads * vector
             if tile % multiple and not _power_of_two(threads):
-                # A quantisation group would straddle the wrap from the last thread back to the first;
-                # the GPU matrix has proven that only for power-of-two tiles, so other thread counts are
-                # offered only where groups tile them evenly.
+                # A quantisation group would straddle the wrap from the last thread back to the first.
+                # The GPU matrix runs group quantisation on power-of-two tiles only, so other thread
+                # counts are offered only where groups tile them evenly.
                 vector //= 2
                 continue
             step = tile * multiple // math.gcd(tile, multiple)
