@@ -80,6 +80,13 @@ CASES = {
 }
 
 
+# Added after the last GPU run (docs/gpu-verification.md, commit 85d301e): compiled and CUDA-checked on
+# the CPU here; they join CASES once the GPU matrix has run them.
+PENDING_GPU_CASES = {
+    "threads_224_group128_7168": case("7 warps (not a power of two) × 16-byte vectors, groups of 128 tiling 1792-column tiles", [RMS, rope(64), quant(128)], hidden=7168, schedule={"threads": 224}),
+    "threads_96_ln_rope_1536": case("3 warps over a LayerNorm → RoPE row", [LN, rope(64)], "float16", 1536, schedule={"threads": 96}),
+}
+
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
 ROUTED = (
@@ -90,5 +97,5 @@ ROUTED_CASES = ("quant_g128_bf16_7168", "rope_tail_neox_64", "ln_fp16_4096")
 
 
 def spec_for(name: str) -> dict:
-    purpose, spec = CASES[name]
+    purpose, spec = {**CASES, **PENDING_GPU_CASES}[name]
     return {"name": name, **spec}

@@ -11,7 +11,7 @@ import pytest
 from fusegen.spec import KernelSpec
 from fusegen.testing import cuda_check_failures
 
-from cases import CASES, ROUTED, ROUTED_CASES, spec_for
+from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def scratch(tmp_path_factory):
     return tmp_path_factory.mktemp("compile-matrix")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted({**CASES, **PENDING_GPU_CASES}))
 def test_case_compiles_with_clean_cuda(name, scratch):
     failures = cuda_check_failures(KernelSpec.model_validate(spec_for(name)), scratch)
     assert not failures, failures
