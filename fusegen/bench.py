@@ -274,7 +274,7 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     from .build import collect_spec_files, load_and_plan
     from .plan import plan as make_plan
     from .spec import KernelSpec
-    from .testing import build_variant
+    from .testing import import_plan
     from .tuning import TUNING_FILE, Tuning
 
     env = environment()
@@ -293,8 +293,8 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
             bar.set_description(label[:60])
             bar.update(1)
 
-        for (spec, _), p in zip(specs, plans):
-            module = build_variant(spec, scratch, tuning.routes(spec))
+        for p in plans:
+            module = import_plan(p, scratch)
             for m in tokens:
                 if p.tokens and m != p.tokens:
                     continue

@@ -1,7 +1,7 @@
 """A plan as text a kernel engineer reads top to bottom (`fusegen plan`)."""
 from __future__ import annotations
 
-from .emit import schedule_summary, token_range
+from .emit import schedule_summary
 from .model import Plan
 
 
@@ -21,7 +21,7 @@ def describe_plan(p: Plan) -> str:
     for index, route in enumerate(p.routes):
         s = route.schedule
         out += [
-            f"  program_{index}, tokens {token_range(route)}: {schedule_summary(route)} ({route.origin})",
+            f"  program_{index}, tokens {route.label()}: {schedule_summary(route)} ({route.origin})",
             f"    vector {s.vector_elems} elements, row padded to {s.padded_hidden} columns, {s.elems_per_thread} fp32 values "
             f"per thread (~{s.register_estimate} registers)",
             *(f"    - {r}" for r in s.reasons),

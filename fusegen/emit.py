@@ -58,10 +58,6 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     return lines
 
 
-def token_range(route: Route) -> str:
-    return f"{route.first_tokens}+" if route.last_tokens is None else f"{route.first_tokens}–{route.last_tokens}"
-
-
 def schedule_summary(route: Route) -> str:
     s = route.schedule
     return (
@@ -72,7 +68,7 @@ def schedule_summary(route: Route) -> str:
 
 
 def tokens_served(routes: tuple[Route, ...]) -> str:
-    return " and ".join(token_range(r) for r in routes)
+    return " and ".join(r.label() for r in routes)
 
 
 def _docstring(plan: Plan) -> list[str]:

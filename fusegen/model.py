@@ -152,19 +152,28 @@ class Stage:
 
 
 @dataclass(frozen=True)
-class Route:
-    """One compiled program of a kernel: the schedule serving calls of first_tokens…last_tokens tokens,
-    with the stages and scratch planned for it (padding and block_m change their shapes)."""
+class TokenRange:
+    """Token counts first_tokens … last_tokens; last_tokens None: every larger count."""
 
     first_tokens: int
-    last_tokens: int | None  # None: every larger count
+    last_tokens: int | None
+
+    def serves(self, tokens: int) -> bool:
+        return self.first_tokens <= tokens and (self.last_tokens is None or tokens <= self.last_tokens)
+
+    def label(self) -> str:
+        return f"{self.first_tokens}+" if self.last_tokens is None else f"{self.first_tokens}–{self.last_tokens}"
+
+
+@dataclass(frozen=True)
+class Route(TokenRange):
+    """One compiled program of a kernel: the schedule serving its token range, with the stages and
+    scratch planned for it (padding and block_m change their shapes)."""
+
     schedule: Schedule
     stages: tuple[Stage, ...]
     scratch: tuple[Scratch, ...]
     origin: str  # where the schedule came from: the planner's rules or a tuning measurement
-
-    def serves(self, tokens: int) -> bool:
-        return self.first_tokens <= tokens and (self.last_tokens is None or tokens <= self.last_tokens)
 
 
 @dataclass(frozen=True)

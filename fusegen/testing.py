@@ -166,7 +166,11 @@ _counter_lock = threading.Lock()
 def build_variant(spec: KernelSpec, directory: Path, tuned: tuple = ()):
     """Plans (with tuning routes, if given), emits and imports a spec in a scratch directory (no
     generated/ involved)."""
-    p = plan(spec, "<variant of " + spec.name + ">", tuned)
+    return import_plan(plan(spec, "<variant of " + spec.name + ">", tuned), directory)
+
+
+def import_plan(p, directory: Path):
+    """Emits a plan's files into a scratch directory and imports them as a package."""
     target = directory / p.name
     target.mkdir(parents=True, exist_ok=True)
     for name, text in render(p).items():
@@ -182,8 +186,8 @@ def cuda_check_failures(spec: KernelSpec, directory: Path, tuned: tuple = ()) ->
     from .compile import cuda_sources
     from .cuda_checks import check_cuda
 
-    module = build_variant(spec, directory, tuned)
-    return [f"{c.name}: {c.detail}" for c in check_cuda(plan(spec, spec.name, tuned), cuda_sources(module)) if not c.ok]
+    p = plan(spec, spec.name, tuned)
+    return [f"{c.name}: {c.detail}" for c in check_cuda(p, cuda_sources(import_plan(p, directory))) if not c.ok]
 
 
 def small_variant(spec: dict) -> KernelSpec:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ChainError
-from .model import Plan
+from .model import Plan, TokenRange
 from .plan import plan, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import BUCKETS, Bucket, BucketWinner, GpuWinners, Tuning, WinnerHints, problem_summary, save_table, with_winners
@@ -37,7 +37,6 @@ CHECKED_TOKENS_MAX = 256
 @dataclass
 class Candidate:
     hints: dict  # concrete WinnerHints fields
-    spec: KernelSpec
     plan: Plan
     rejected: str | None = None
     median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
@@ -58,7 +57,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
-    found = {json.dumps(_concrete(default), sort_keys=True): Candidate(_concrete(default), spec, default)}
+    found = {json.dumps(_concrete(default), sort_keys=True): Candidate(_concrete(default), default)}
     for combo in itertools.product(*free.values()):
         hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **dict(zip(free, combo))})
         variant = spec.model_copy(update={"schedule": hints})
@@ -69,11 +68,11 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         if p.schedule.elems_per_thread < MIN_ELEMS_PER_THREAD:
             continue
         key = json.dumps(_concrete(p), sort_keys=True)
-        found.setdefault(key, Candidate(_concrete(p), variant, p))
+        found.setdefault(key, Candidate(_concrete(p), p))
     return list(found.values())
 
 
-def _compile_and_check(kernel_py: str, spec_json: str) -> str | None:
+def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:
     """In a worker: compiles (filling TileLang's disk cache for the timing process) and runs the CUDA
     checks; returns why the candidate is rejected, or None."""
     from .compile import cuda_sources_of_file
@@ -83,22 +82,21 @@ def _compile_and_check(kernel_py: str, spec_json: str) -> str | None:
         sources = cuda_sources_of_file(Path(kernel_py))
     except Exception as exc:  # TileLang raises many types; any of them rules the candidate out
         return f"does not compile: {str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__}"
-    checked = plan(KernelSpec.model_validate_json(spec_json), "<tune>")
-    failed = [f"{c.name}: {c.detail}" for c in check_cuda(checked, sources) if not c.ok]
+    failed = [f"{c.name}: {c.detail}" for c in check_cuda(candidate_plan, sources) if not c.ok]
     return "CUDA checks failed: " + "; ".join(failed) if failed else None
 
 
 def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: Path, jobs: int) -> list[list]:
     """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
     modules per spec (rejected candidates marked)."""
-    from .testing import build_variant
+    from .testing import import_plan
 
-    modules = [[build_variant(c.spec, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
+    modules = [[import_plan(c.plan, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
     flat = [(module, candidate) for group, (_, found) in zip(modules, found_by_spec) for module, candidate in zip(group, found)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(flat))), mp_context=context) as pool:
         verdicts = pool.map(
-            _compile_and_check, [str(Path(m.__file__).parent / "kernel.py") for m, _ in flat], [c.spec.model_dump_json() for _, c in flat]
+            _compile_and_check, [str(Path(m.__file__).parent / "kernel.py") for m, _ in flat], [c.plan for _, c in flat]
         )
         for (_, candidate), verdict in zip(flat, verdicts):
             candidate.rejected = verdict
@@ -214,8 +212,7 @@ def render_report(report: list[dict], env: dict) -> str:
         rejected = sum(1 for c in entry["candidates"] if c["rejected"])
         for bucket in entry["winners"]["buckets"]:
             h = bucket["hints"]
-            last = bucket["last_tokens"]
-            span = f"{bucket['first_tokens']}+" if last is None else f"{bucket['first_tokens']}–{last}"
+            span = TokenRange(bucket["first_tokens"], bucket["last_tokens"]).label()
             lines.append(
                 f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {h['variant']} {h['threads']} × {h['block_m']}, "
                 f"{h['prefetch']} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "

@@ -19,6 +19,7 @@ from typing import Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SpecError
+from .model import TokenRange
 
 TUNING_FILE = "tuning.json"
 # Build machines have no GPU: the winners of this GPU are used unless `--gpu` names another.
@@ -26,13 +27,8 @@ DEFAULT_GPU = "NVIDIA H200"
 
 
 @dataclass(frozen=True)
-class Bucket:
-    first_tokens: int
-    last_tokens: int | None
+class Bucket(TokenRange):
     measured_at: int  # the token count timed for the whole bucket
-
-    def label(self) -> str:
-        return f"{self.first_tokens}+" if self.last_tokens is None else f"{self.first_tokens}–{self.last_tokens}"
 
 
 # Decode-sized batches are latency-bound (a handful of blocks on 132 SMs), prefill-sized ones
@@ -41,16 +37,11 @@ BUCKETS = (Bucket(1, 64, 8), Bucket(65, 1024, 256), Bucket(1025, None, 16384))
 
 
 @dataclass(frozen=True)
-class TunedRoute:
+class TunedRoute(TokenRange):
     """What the planner takes from the tuning file: schedule hints for a range of token counts."""
 
-    first_tokens: int
-    last_tokens: int | None
     hints: dict
     origin: str
-
-    def serves(self, tokens: int) -> bool:
-        return self.first_tokens <= tokens and (self.last_tokens is None or tokens <= self.last_tokens)
 
 
 class _Strict(BaseModel):
