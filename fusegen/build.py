@@ -234,7 +234,8 @@ def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[s
         for name, text in sorted(b.files.items()):
             if _text_or_none(target / name) != text:
                 b.changed = True
-                moves.append((str((staging / b.plan.name / name).relative_to(out)), f"{b.plan.name}/{name}"))
+                # By name: Python 3.12's mkdtemp returns an absolute path even under a relative `out`.
+                moves.append((f"{staging.name}/{b.plan.name}/{name}", f"{b.plan.name}/{name}"))
         if target.is_dir():
             for extra in sorted(target.iterdir()):
                 if extra.is_file() and extra.name not in b.files:

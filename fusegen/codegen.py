@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from .model import Layout
 
 
+# How a reduction's per-thread partials combine across lanes and warps.
+_ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
+
+
 def literal(value: float) -> str:
     """A float as Python source that round-trips exactly (repr of a finite float always does)."""
     return repr(float(value))
@@ -102,31 +106,46 @@ class KernelFrame:
 
         TileLang's T.reduce_* over a whole row halves across warps through shared memory first, two
         barriers per halving above 32 lanes (NOTES.md). Here each thread folds its own values, a warp
-        folds its lanes by shuffles, and one shared-memory exchange combines the warps. Relies on the
-        pinned row layout: thread t holds columns t·vector … of every row, `vector` at a time."""
+        folds its lanes by shuffles, and one shared-memory exchange combines the warps."""
+        return [*self.row_partials(source, op, name), *self.exchange(((name, op, result),))]
+
+    def row_partials(self, source: str, op: str, name: str) -> list[str]:
+        """Each row of `source` folded into `{name}_thread`: per thread, then across its warp by shuffles,
+        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: thread t holds
+        columns t·vector … of every row, `vector` at a time."""
         layout = self.layout
         chunks = layout.padded_hidden // (layout.vector * layout.threads)
-        warps = max(1, layout.threads // 32)
         bm, threads = self.bm, layout.threads
-        local = "absmax" if op == "absmax" else op
-        across = "max" if op == "absmax" else op
-        combine = f"T.max({result}[i], {name}_warps[i, w])" if across == "max" else f"{result}[i] + {name}_warps[i, w]"
+        local, across = op, _ACROSS[op]
         return [
             f'{name}_lanes = T.alloc_fragment(({bm}, {chunks}, {threads}), "float32")',
             f'{name}_thread = T.alloc_fragment(({bm}, {threads}), "float32")',
-            f'{name}_warps = T.alloc_shared(({bm}, {warps}), "float32")',
             f"T.reduce_{local}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {name}_lanes, dim=3)",
             f"T.reduce_{across}({name}_lanes, {name}_thread, dim=1)",
             f"for i, t in T.Parallel({bm}, {threads}):",
             f"    {name}_thread[i, t] = T.warp_reduce_{across}({name}_thread[i, t])",
+        ]
+
+    def exchange(self, partials) -> list[str]:
+        """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
+        shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
+        warps = max(1, self.layout.threads // 32)
+        bm, threads = self.bm, self.layout.threads
+        shared = "_".join(name for name, _, _ in partials) + "_warps"
+        lines = [
+            f'{shared} = T.alloc_shared(({bm}, {len(partials)}, {warps}), "float32")',
             f"for i, t in T.Parallel({bm}, {threads}):",
             "    if t % 32 == 0:",
-            f"        {name}_warps[i, t // 32] = {name}_thread[i, t]",
+            *(f"        {shared}[i, {k}, t // 32] = {name}_thread[i, t]" for k, (name, _, _) in enumerate(partials)),
             f"for i in T.Parallel({bm}):",
-            f"    {result}[i] = {name}_warps[i, 0]",
+            *(f"    {result}[i] = {shared}[i, {k}, 0]" for k, (_, _, result) in enumerate(partials)),
             f"    for w in T.serial(1, {warps}):",
-            f"        {result}[i] = {combine}",
         ]
+        for k, (_, op, result) in enumerate(partials):
+            slot = f"{shared}[i, {k}, w]"
+            combined = f"T.max({result}[i], {slot})" if _ACROSS[op] == "max" else f"{result}[i] + {slot}"
+            lines.append(f"        {result}[i] = {combined}")
+        return lines
 
     def token(self, i: str = "i") -> str:
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"

@@ -118,7 +118,7 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         # partials' layout maps lane t to thread t, which the store's index shows.
         # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
         stores = {
-            name: re.findall(r"(?:\(\(float\*\))?" + name + r"_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source)
+            name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source)
             for name in sizes
         }
         single_warp = s.threads <= 32  # one warp: its slot is a constant

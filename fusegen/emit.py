@@ -46,16 +46,38 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     ]
     if schedule.prefetch:
         lines += frame.stage_inputs(tuple(t for stage in route.stages for t in stage.inputs))
-    y_stored = not plan.writes_y
+    store_y = [f"T.copy(row, Y[{frame.token('0')}, 0])"] if plan.writes_y else []
+    if schedule.joint_reduction:
+        return lines + _joint_body(route, frame, store_y)
+    y_stored = False
     for stage in route.stages:
         op = REGISTRY[stage.kind]
         if not op.transforms_row and not y_stored:
-            lines += [f"T.copy(row, Y[{frame.token('0')}, 0])"]
+            lines += store_y
             y_stored = True
         lines += [f"# op[{stage.index}] {stage.summary}", *op.emit_kernel(stage, frame)]
-    if not y_stored:
-        lines += [f"T.copy(row, Y[{frame.token('0')}, 0])"]
-    return lines
+    return lines if y_stored else lines + store_y
+
+
+def _joint_body(route: Route, frame: KernelFrame, store_y: list[str]) -> list[str]:
+    """The chain with its first and last stage sharing one exchange (ops.JointReduction): both
+    reductions' warp partials first, then one exchange, then the first stage's per-row factor applied
+    (the row is final here, so Y is stored) and the last stage finished with that factor."""
+    first, *between, last = route.stages
+    head, tail = REGISTRY[first.kind].joint, REGISTRY[last.kind].joint
+    row_scale = head.partial[2]
+    lines = [f"# op[{first.index}] {first.summary}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
+    for stage in between:
+        lines += [f"# op[{stage.index}] {stage.summary}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+    return [
+        *lines,
+        f"# op[{last.index}] {last.summary}",
+        *tail.emit_partial(last, frame),
+        *frame.exchange((head.partial, tail.partial)),
+        *head.emit_finish(first, frame, row_scale),
+        *store_y,
+        *tail.emit_finish(last, frame, row_scale),
+    ]
 
 
 def schedule_summary(route: Route) -> str:
@@ -64,6 +86,7 @@ def schedule_summary(route: Route) -> str:
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (", side inputs prefetched" if s.prefetch else "")
+        + (", joint reduction" if s.joint_reduction else "")
     )
 
 

@@ -101,6 +101,7 @@ class Schedule:
     elems_per_thread: int
     blk_k: int | None
     prefetch: bool  # side inputs (weight, bias, cos, sin) loaded next to the row, before any reduction
+    joint_reduction: bool  # the chain's first and last stage share one exchange (ops.JointReduction)
     register_estimate: int
     reasons: tuple[str, ...]
 

@@ -54,6 +54,7 @@ class ScheduleHints(_Strict):
     threads: Union[Literal["auto"], int] = "auto"
     blk_k: Union[Literal["auto"], int] = "auto"
     prefetch: Union[Literal["auto"], bool] = "auto"
+    joint_reduction: Union[Literal["auto"], bool] = "auto"
 
 
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]

@@ -44,7 +44,8 @@ class Candidate:
 
 def _concrete(p: Plan) -> dict:
     s = p.schedule
-    return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch}
+    return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch,
+            "joint_reduction": s.joint_reduction}
 
 
 def candidates(spec: KernelSpec) -> list[Candidate]:
@@ -54,6 +55,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         "threads": thread_counts(spec),
         "block_m": BLOCK_M_CHOICES,
         "prefetch": (True, False),
+        "joint_reduction": (True, False),
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")

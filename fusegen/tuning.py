@@ -56,6 +56,7 @@ class WinnerHints(_Strict):
     threads: int = Field(ge=32)
     blk_k: Union[Literal["auto"], int]
     prefetch: Union[Literal["auto"], bool]
+    joint_reduction: Union[Literal["auto"], bool] = "auto"  # absent in files tuned before the hint existed
 
 
 class BucketWinner(_Strict):

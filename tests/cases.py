@@ -77,15 +77,19 @@ CASES = {
     "rope_quant_no_prefetch": case("RMSNorm → RoPE → group quant with weight and cos/sin read after the reductions", [RMS, rope(64), quant(128)], "float16", schedule={"prefetch": False}),
     "ln_padded_no_prefetch": case("LayerNorm on a padded row, weight and bias read in place", [LN], hidden=1000, schedule={"prefetch": False}),
     "ln_padded_block_m2_prefetch": case("staged weight and bias with zeroed padding, two rows sharing them", [LN, rope(64)], hidden=1000, schedule={"block_m": 2}),
-}
-
-
-# Added after the last GPU run (docs/gpu-verification.md, commit 85d301e): compiled and CUDA-checked on
-# the CPU here; they join CASES once the GPU matrix has run them.
-PENDING_GPU_CASES = {
+    # Not a power of two warps (tuning searches these counts).
     "threads_224_group128_7168": case("7 warps (not a power of two) × 16-byte vectors, groups of 128 tiling 1792-column tiles", [RMS, rope(64), quant(128)], hidden=7168, schedule={"threads": 224}),
     "threads_96_ln_rope_1536": case("3 warps over a LayerNorm → RoPE row", [LN, rope(64)], "float16", 1536, schedule={"threads": 96}),
+    # The norm's sum of squares and the per-token amax in one exchange, rstd applied after (step 13).
+    "joint_token_y_block_m2": case("joint reduction with Y written, two rows per block", [RMS, rope(64), quant()], "float16", schedule={"joint_reduction": True, "block_m": 2}),
+    "joint_padded_rstd_no_weight": case("joint reduction on a padded row without weight, Rstd written, no Y", [{"kind": "rmsnorm", "weight": False}, quant()], "float16", 1000, outputs={"y": False, "rstd": True}, schedule={"joint_reduction": True}),
+    "joint_gptj_e5m2_224_threads": case("joint reduction, GPT-J span, e5m2 with power-of-two scales, 7 warps", [RMS, rope(64, style="gptj"), quant(fp8="e5m2", scale="ue8m0")], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True, "threads": 224}),
 }
+
+
+# Added after a GPU run: compiled and CUDA-checked on the CPU here; they join CASES once the GPU matrix
+# has run them.
+PENDING_GPU_CASES = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

@@ -57,6 +57,7 @@ ALLOWED_STRINGS = {
     "threads": {"auto"},
     "blk_k": {"auto"},
     "prefetch": {"auto"},
+    "joint_reduction": {"auto"},
 }
 # Every field of BASE a string can be put into, with the strings it may then hold (None: an identifier).
 FIELDS: dict[tuple, set[str] | None] = {

@@ -146,10 +146,11 @@ def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
 def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
     spec = spec_of()
     found = candidates(spec)
-    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True}
+    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True, "joint_reduction": False}
     keys = [json.dumps(c.hints, sort_keys=True) for c in found]
     assert len(keys) == len(set(keys)) > 10
     assert {c.hints["prefetch"] for c in found} == {True, False}
+    assert {c.hints["joint_reduction"] for c in found} == {True, False}  # the chain allows it: both are timed
     pinned = spec_of(schedule=spec.schedule.model_copy(update={"block_m": 2}))
     assert {c.hints["block_m"] for c in candidates(pinned)} == {2}
     # No candidate leaves threads idle or over the register budget.

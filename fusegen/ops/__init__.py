@@ -33,6 +33,22 @@ class ChainContext:
 
 
 @dataclass(frozen=True)
+class JointReduction:
+    """An op's row reduction split around a shared exchange, so that the norm's sum of squares and the
+    quantiser's per-token amax cross the warps together: one barrier per row instead of two.
+
+    It rests on the norm's per-row factor (rstd) commuting with every op between the two: the norm
+    hands on x·w, the ops between are linear in the row, the amax is taken of the unscaled row, and the
+    factor is applied after the exchange. max_j fl(rstd·|r_j|) = fl(rstd·max_j |r_j|) because rounding
+    is monotonic, so the scale is exactly the amax of the values quantised."""
+
+    applies: Callable  # Stage -> bool: this instance of the op can take part
+    partial: tuple[str, str, str]  # (name, reduce op, result fragment) for KernelFrame.exchange
+    emit_partial: Callable  # (Stage, KernelFrame) -> lines before the exchange
+    emit_finish: Callable  # (Stage, KernelFrame, row_scale) -> lines after it; row_scale: the norm's factor
+
+
+@dataclass(frozen=True)
 class OpDef:
     kind: str
     spec: type[OpSpec]
@@ -46,6 +62,8 @@ class OpDef:
     whole_kernel_variants: dict = field(default_factory=dict)  # variant -> (Stage, KernelFrame) -> lines
     output_flags: tuple[str, ...] = ()  # [outputs] keys this op may set
     check: Callable = lambda op, ctx: []  # (op_spec, ChainContext) -> [(key, message)] for cross-field rules
+    linear: bool = False  # commutes with scaling the row by a per-row factor (may sit inside a joint reduction)
+    joint: JointReduction | None = None
 
 
 REGISTRY: dict[str, OpDef] = {}

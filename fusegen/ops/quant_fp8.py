@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_QUANT, ChainContext, OpDef, OpSpec, register
+from . import RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, register
 
 FP8_MAX = {"e4m3fn": 448.0, "e5m2": 57344.0}
 FP8_DTYPE = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2"}
@@ -116,35 +116,59 @@ def _reciprocal(value: str) -> str:
     return f'T.call_extern("float32", "__frcp_rn", {value})'
 
 
-def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    p = stage.params
-    bm, cols = frame.bm, frame.columns
-    fp8_max = literal(p["fp8_max"])
-    if p["group_size"] == "token":
-        shape, at, each_group = f"({bm},)", "i", f"for i in T.Parallel({bm}):"
-        reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
-        at_column = "i"
-        store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
-    else:
-        g, groups = p["group_size"], p["padded_groups"]
-        shape, at, each_group = f"({bm}, {groups})", "i, k", f"for i, k in T.Parallel({bm}, {groups}):"
-        # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
-        reduce = [f"T.reduce_absmax(T.reshape(row, ({bm}, {groups}, {g})), group_scale, dim=2)"]
-        at_column = f"i, j // {g}"
-        store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
+ROW_AMAX = ("row_amax", "absmax", "group_scale")
+
+
+def _per_token(stage: Stage) -> bool:
+    return stage.params["group_size"] == "token"
+
+
+def _declare(stage: Stage, frame: KernelFrame) -> list[str]:
+    shape = f"({frame.bm},)" if _per_token(stage) else f"({frame.bm}, {stage.params['padded_groups']})"
     return [
         f'group_scale = T.alloc_fragment({shape}, "float32")',
         f'inverse_scale = T.alloc_fragment({shape}, "float32")',
-        f'quantized = T.alloc_fragment(({bm}, {cols}), "{p["fp8_dtype"]}")',
-        *reduce,
+        f'quantized = T.alloc_fragment(({frame.bm}, {frame.columns}), "{stage.params["fp8_dtype"]}")',
+    ]
+
+
+def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) -> list[str]:
+    """From each group's amax (in group_scale) to the stores; `row_scale`: a per-row factor applied to the
+    row after its amax was taken, so the amax is multiplied by it too."""
+    p = stage.params
+    bm, cols = frame.bm, frame.columns
+    fp8_max = literal(p["fp8_max"])
+    if _per_token(stage):
+        at, each_group, at_column = "i", f"for i in T.Parallel({bm}):", "i"
+        store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
+    else:
+        g, groups = p["group_size"], p["padded_groups"]
+        at, each_group, at_column = "i, k", f"for i, k in T.Parallel({bm}, {groups}):", f"i, j // {g}"
+        store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
+    amax = f"group_scale[{at}]" + (f" * {row_scale}[i]" if row_scale else "")
+    return [
         each_group,
-        f"    group_scale[{at}] = {_scale_expr(p, f'group_scale[{at}]')}",
+        f"    group_scale[{at}] = {_scale_expr(p, amax)}",
         f"    inverse_scale[{at}] = {_reciprocal(f'group_scale[{at}]')}",
         f"for i, j in T.Parallel({bm}, {cols}):",
         f'    quantized[i, j] = T.cast(T.clamp(row[i, j] * inverse_scale[{at_column}], -{fp8_max}, {fp8_max}), "{p["fp8_dtype"]}")',
         f"T.copy(quantized, Q[{frame.token('0')}, 0])",
         *store_scale,
     ]
+
+
+def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    if _per_token(stage):
+        reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
+    else:
+        # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
+        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, {stage.params['group_size']})), group_scale, dim=2)"]
+    return [*_declare(stage, frame), *reduce, *_quantize(stage, frame)]
+
+
+def emit_amax_partial(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Joint reduction, before the exchange: the amax of the unscaled row per warp."""
+    return [*_declare(stage, frame), *frame.row_partials("row", "absmax", "row_amax")]
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
@@ -179,5 +203,7 @@ OP = register(
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,
         columns_multiple_of=lambda op: 1 if op.group_size == "token" else op.group_size,
+        # Group amaxes combine inside a warp (no exchange to share); a per-token amax crosses the warps.
+        joint=JointReduction(applies=_per_token, partial=ROW_AMAX, emit_partial=emit_amax_partial, emit_finish=_quantize),
     )
 )

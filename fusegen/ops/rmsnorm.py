@@ -7,7 +7,7 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
+from . import RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
 
 
 class RMSNormSpec(OpSpec):
@@ -43,6 +43,9 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
+SUMSQ = ("sumsq", "sum", "rstd")
+
+
 def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
     weight = f" * {frame.column_param('Weight')}" if stage.params["weight"] else ""
     return f"{value} * rstd[i]{weight}"
@@ -58,17 +61,42 @@ def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
     return lines
 
 
-def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+def _sumsq_partial(frame: KernelFrame) -> list[str]:
     bm, cols = frame.bm, frame.columns
     return [
         f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
         f'rstd = T.alloc_fragment(({bm},), "float32")',
         f"for i, j in T.Parallel({bm}, {cols}):",
         "    sumsq_terms[i, j] = row[i, j] * row[i, j]",
-        *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
+        *frame.row_partials("sumsq_terms", "sum", "sumsq"),
+    ]
+
+
+def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    bm, cols = frame.bm, frame.columns
+    return [
+        *_sumsq_partial(frame),
+        *frame.exchange((SUMSQ,)),
         *_rstd_lines(stage, frame),
         f"for i, j in T.Parallel({bm}, {cols}):",
         f"    row[i, j] = {_scale_expr(stage, frame, 'row[i, j]')}",
+    ]
+
+
+def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Joint reduction, before the exchange: the sum of squares per warp, and the row times w only."""
+    lines = _sumsq_partial(frame)
+    if stage.params["weight"]:
+        lines += [f"for i, j in T.Parallel({frame.bm}, {frame.columns}):", f"    row[i, j] = row[i, j] * {frame.column_param('Weight')}"]
+    return lines
+
+
+def emit_rescale(stage: Stage, frame: KernelFrame, row_scale: str) -> list[str]:
+    """Joint reduction, after the exchange: rstd (`row_scale`), then the row (x·w, rotated) times it."""
+    return [
+        *_rstd_lines(stage, frame),
+        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
+        f"    row[i, j] = row[i, j] * {row_scale}[i]",
     ]
 
 
@@ -147,5 +175,6 @@ OP = register(
         emit_reference=emit_reference,
         whole_kernel_variants={"naive": emit_naive, "splitk": emit_splitk},
         output_flags=("rstd",),
+        joint=JointReduction(applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale),
     )
 )

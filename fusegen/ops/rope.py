@@ -123,5 +123,6 @@ OP = register(
         emit_kernel=emit_kernel,
         emit_reference=emit_reference,
         accepts_layout=accepts_layout,
+        linear=True,
     )
 )
