@@ -116,11 +116,11 @@ class KernelFrame:
         layout = self.layout
         chunks = layout.padded_hidden // (layout.vector * layout.threads)
         bm, threads = self.bm, layout.threads
-        local, across = op, _ACROSS[op]
+        across = _ACROSS[op]
         return [
             f'{name}_lanes = T.alloc_fragment(({bm}, {chunks}, {threads}), "float32")',
             f'{name}_thread = T.alloc_fragment(({bm}, {threads}), "float32")',
-            f"T.reduce_{local}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {name}_lanes, dim=3)",
+            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {name}_lanes, dim=3)",
             f"T.reduce_{across}({name}_lanes, {name}_thread, dim=1)",
             f"for i, t in T.Parallel({bm}, {threads}):",
             f"    {name}_thread[i, t] = T.warp_reduce_{across}({name}_thread[i, t])",
