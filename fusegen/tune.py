@@ -207,7 +207,7 @@ def render_report(report: list[dict], env: dict) -> str:
     lines = [
         f"tuned on {env['gpu']} ({env['date']}, commit {env['commit']})",
         "",
-        "| kernel | tokens | winner (threads × block_m, prefetch) | µs | planner µs | gain | timed / rejected |",
+        "| kernel | tokens | winner (threads × block_m, prefetch, joint reduction) | µs | planner µs | gain | timed / rejected |",
         "|---|---|---|---:|---:|---:|---|",
     ]
     for entry in report:
@@ -217,7 +217,7 @@ def render_report(report: list[dict], env: dict) -> str:
             span = TokenRange(bucket["first_tokens"], bucket["last_tokens"]).label()
             lines.append(
                 f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {h['variant']} {h['threads']} × {h['block_m']}, "
-                f"{h['prefetch']} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "
+                f"{h['prefetch']}, {h.get('joint_reduction', 'auto')} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "
                 f"{bucket['planner_median_us'] / bucket['median_us']:.2f}× | {bucket['candidates']} / {rejected} |"
             )
     return "\n".join(lines) + "\n"
