@@ -26,6 +26,7 @@ class KernelFrame:
     layout: Layout
     tokens: str  # "m" (dynamic) or the pinned count
     prefetch: bool = False  # side inputs were staged by the prologue (staged_column_param, staged_row_param)
+    streamed: bool = False  # a persistent block looping over tokens (stream_rows); the row is `token`
 
     @property
     def bm(self) -> int:
@@ -148,7 +149,41 @@ class KernelFrame:
         return lines
 
     def token(self, i: str = "i") -> str:
+        if self.streamed:
+            return "token"
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
+
+    def stream_rows(self, x_dtype: str, per_token, grid: int, blocks_per_sm: int) -> list[str]:
+        """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, …; while
+        one row is reduced the next one's cp.async copies (X and, prefetched, the per-token side inputs:
+        plan Tensors) fill the other slot of a two-slot shared ring. Every step commits the same number
+        of cp.async groups (empty ones after the last row), so waiting for all but that many leaves
+        exactly the current row's copies complete. The caller indents the chain 4 spaces under it."""
+        rings = [("X", "x_ring", self.hidden)] + [(t.param, self.staged(t.param), t.shape[1].size) for t in per_token]
+
+        def copies(token: str, slot: str) -> list[str]:
+            return [f"T.async_copy({param}[{token}, 0:{width}], {ring}[{slot}, 0:{width}])" for param, ring, width in rings]
+
+        load = "x_ring[slot, j]"
+        if self.layout.pads_columns:
+            load = f'T.if_then_else(j < {self.hidden}, T.cast({load}, "float32"), 0.0)'
+        return [
+            # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
+            f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
+            f'x_ring = T.alloc_shared((2, {self.hidden}), "{x_dtype}")',
+            *(f'{ring} = T.alloc_shared((2, {width}), "float32")' for _, ring, width in rings[1:]),
+            *copies("block", "0"),
+            f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
+            f"    token = block + step * {grid}",
+            "    slot = step % 2",
+            f"    if token + {grid} < {self.tokens}:",
+            *(f"        {line}" for line in copies(f"token + {grid}", "1 - slot")),
+            "    else:",
+            *(["        T.ptx_commit_group()"] * len(rings)),
+            f"    T.ptx_wait_group({len(rings)})",
+            f"    for i, j in T.Parallel(1, {self.columns}):",
+            f"        row[i, j] = {load}",
+        ]
 
     @property
     def rows_may_overhang(self) -> bool:
@@ -166,7 +201,7 @@ class KernelFrame:
     def row_param(self, param: str, col: str, i: str = "i") -> str:
         """A per-token parameter (cos, sin); rows past the last token read nothing."""
         if self.prefetch:
-            return f"{self.staged(param)}[{i}, {col}]"
+            return f"{self.staged(param)}[{'slot' if self.streamed else i}, {col}]"
         return self._row_load(param, col, i)
 
     def _row_load(self, param: str, col: str, i: str) -> str:

@@ -29,10 +29,12 @@ def _width(type_name: str) -> int:
 
 
 def global_access_widths(source: str, param: str) -> tuple[list[int], int]:
-    """Byte widths of vector accesses to a global tensor, and the count of scalar `Param[...]` accesses."""
+    """Byte widths of vector accesses to a global tensor (plain or cp.async into shared memory), and the
+    count of scalar `Param[...]` accesses."""
     vector = [_width(t) for t in re.findall(r"\*\(([A-Za-z0-9_ ]+)\*\)\(" + param + r" \+", source)]
-    scalar = len(re.findall(r"(?<![A-Za-z0-9_])" + param + r"\[", source))
-    return vector, scalar
+    copied = [int(w) for w in re.findall(r"cp_async_gs(?:_conditional)?<(\d+)>\([^;]*\(&\(" + param + r"\[", source)]
+    scalar = len(re.findall(r"(?<![A-Za-z0-9_])" + param + r"\[", source)) - len(copied)
+    return vector + copied, scalar
 
 
 def _row_access(source: str, param: str, expected: int, what: str) -> Check:
@@ -126,7 +128,7 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
             indices and all("((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()
         )
         checks.append(Check("row reductions: warp slot is the physical warp", by_warp, "; ".join(f"{n}: {v}" for n, v in stores.items())))
-    fragment = {"fragment": "row", "splitk": "chunk"}.get(s.variant)
+    fragment = {"fragment": "row", "stream": "row", "splitk": "chunk"}.get(s.variant)
     if fragment:
         declared = re.search(r"float " + fragment + r"\[(\d+)\];", source)
         size = int(declared.group(1)) if declared else None

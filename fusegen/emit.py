@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from .codegen import KernelFrame, indent
-from .model import TORCH_DTYPE, Plan, Route, Tensor
+from .model import TORCH_DTYPE, Plan, Route, Schedule, Tensor
 from .ops import REGISTRY
 from .plan import plan_as_dict
 
@@ -35,20 +35,27 @@ def _tokens_symbol(plan: Plan) -> str:
 def kernel_body(plan: Plan, route: Route) -> list[str]:
     """Lines inside `with T.Kernel(...) as block:`."""
     schedule = route.schedule
-    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch)
-    if schedule.variant != "fragment":
+    streamed = schedule.variant == "stream"
+    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed)
+    if not schedule.builds_row:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
-    lines = [
-        f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")',
-        frame.pin_row_layout("row"),
-        f"T.copy(X[{frame.token('0')}, 0], row)",
-    ]
-    if schedule.prefetch:
-        lines += frame.stage_inputs(tuple(t for stage in route.stages for t in stage.inputs))
+    lines = [f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")', frame.pin_row_layout("row")]
+    side_inputs = tuple(t for stage in route.stages for t in stage.inputs) if schedule.prefetch else ()
+    if streamed:
+        per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
+        lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))
+        lines += frame.stream_rows(plan.dtype, per_token, schedule.stream_blocks, schedule.blocks_per_sm)
+        return lines + indent(_chain(plan, route, frame), 4)
+    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
+
+
+def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
+    """The ops on the loaded row, Y stored once the row is final."""
     store_y = [f"T.copy(row, Y[{frame.token('0')}, 0])"] if plan.writes_y else []
-    if schedule.joint_reduction:
-        return lines + _joint_body(route, frame, store_y)
+    if route.schedule.joint_reduction:
+        return _joint_body(route, frame, store_y)
+    lines = []
     y_stored = False
     for stage in route.stages:
         op = REGISTRY[stage.kind]
@@ -85,6 +92,7 @@ def schedule_summary(route: Route) -> str:
     return (
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
+        + (f", {s.blocks_per_sm} blocks per SM" if s.blocks_per_sm else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
     )
@@ -139,13 +147,20 @@ def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
         f"    def {plan.name}(",
         *indent(signature, 8),
         "    ):",
-        f"        with T.Kernel(T.ceildiv({m}, {s.block_m}), threads={s.threads}) as block:",
+        f"        with T.Kernel({_grid(plan, s)}, threads={s.threads}) as block:",
         *indent(kernel_body(plan, route), 12),
         "",
         f"    return {plan.name}",
         "",
         "",
     ]
+
+
+def _grid(plan: Plan, s: Schedule) -> str:
+    if s.variant != "stream":
+        return f"T.ceildiv({_tokens_symbol(plan)}, {s.block_m})"
+    # Never more blocks than tokens: every block owns at least its first row.
+    return str(min(plan.tokens, s.stream_blocks)) if plan.tokens else f"T.min(m, {s.stream_blocks})"
 
 
 def kernel_module(plan: Plan) -> str:

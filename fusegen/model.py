@@ -90,9 +90,14 @@ class Layout:
         return self.padded_hidden != self.hidden
 
 
+# Variants whose chain runs on a row held in registers, built from the ops' fragments; the others
+# (naive, splitk) are whole-kernel variants of a single op.
+ROW_VARIANTS = ("fragment", "stream")
+
+
 @dataclass(frozen=True)
 class Schedule:
-    variant: str  # fragment | naive | splitk
+    variant: str  # fragment | stream | naive | splitk
     block_m: int
     threads: int
     vector_elems: int
@@ -104,6 +109,12 @@ class Schedule:
     joint_reduction: bool  # the chain's first and last stage share one exchange (ops.JointReduction)
     register_estimate: int
     reasons: tuple[str, ...]
+    blocks_per_sm: int | None = None  # stream: resident blocks per SM, the launch bound
+    stream_blocks: int | None = None  # stream: the persistent grid, blocks_per_sm × the SM count
+
+    @property
+    def builds_row(self) -> bool:
+        return self.variant in ROW_VARIANTS
 
     def layout(self, hidden: int) -> Layout:
         columns = self.blk_k if self.variant == "splitk" else self.padded_hidden

@@ -180,24 +180,92 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
 
 def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     hint = spec.schedule.prefetch
-    if schedule.variant != "fragment":
+    if not schedule.builds_row:
         if hint is True:
-            raise ChainError("schedule.prefetch", f"applies to the \"fragment\" variant only; this kernel is \"{schedule.variant}\"")
+            raise ChainError("schedule.prefetch", f"applies to the \"fragment\" and \"stream\" variants only; this kernel is \"{schedule.variant}\"")
         return schedule
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
     per_column = sum(1 for t in side_inputs if not t.shape[0].tokens)
     staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
+    how = (
+        "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
+        if schedule.variant == "stream"
+        else "per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load"
+    )
     return replace(
         schedule,
         prefetch=True,
         register_estimate=schedule.register_estimate + staged_per_thread,
-        reasons=schedule.reasons + (
-            "side inputs are loaded next to the row, before the first reduction: per-column ones into registers in "
-            "the row's layout, per-token ones into shared memory, so their latency overlaps the row load",
-        ),
+        reasons=schedule.reasons + (f"side inputs are loaded next to the row, before the first reduction: {how}",),
     )
+
+
+# The SM count of the H100 SXM and the H200, which the persistent grid of the stream variant is sized
+# for. Kernels are compiled ahead of time for sm_90a; on a GPU with fewer SMs the grid runs in more
+# than one wave: still correct, only no longer one wave of resident blocks.
+STREAM_SMS = 132
+# Per SM: the register file (32-bit registers), the most resident threads, shared memory for blocks.
+SM_REGISTERS = 65536
+SM_THREADS = 2048
+SM_SHARED_BYTES = 227 * 1024
+MAX_BLOCKS_PER_SM = 16
+# A row's fp32 values plus indexing: fewer registers per thread than this must spill.
+REGISTERS_BESIDE_ROW = 32
+
+
+def stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
+    """Shared memory of the stream ring: two slots of the row, and of every per-token side input when prefetched."""
+    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
+    return 2 * (spec.hidden * DTYPE_BYTES[spec.dtype] + per_token)
+
+
+def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """Sizes the persistent grid of a stream schedule: blocks per SM within the SM's shared memory,
+    threads and registers (the launch bound holds every thread to SM_REGISTERS / resident threads)."""
+    if schedule.variant != "stream":
+        return schedule
+    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
+    if row_bytes % 4:
+        raise ChainError(
+            "schedule.variant",
+            f"\"stream\" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × "
+            f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
+        )
+    ring = stream_ring_bytes(spec, schedule, side_inputs)
+    if ring > SHARED_BYTES_LIMIT:
+        raise ChainError(
+            "schedule.variant",
+            f"\"stream\" keeps two rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}",
+        )
+
+    def registers_each(blocks: int) -> int:
+        return SM_REGISTERS // (blocks * schedule.threads)
+
+    fits = [
+        b for b in range(1, MAX_BLOCKS_PER_SM + 1)
+        if b * ring <= SM_SHARED_BYTES and b * schedule.threads <= SM_THREADS
+        and registers_each(b) >= schedule.elems_per_thread + REGISTERS_BESIDE_ROW
+    ]
+    if not fits:
+        raise ChainError("schedule.variant", f"\"stream\" cannot keep even one block of {schedule.threads} threads on an SM")
+    described = (
+        f"one of {', '.join(map(str, fits))} for this row ({schedule.threads} threads holding {schedule.elems_per_thread} "
+        f"values each, a {ring}-byte ring)"
+    )
+    hint = _checked_hint(spec.schedule.blocks_per_sm, "schedule.blocks_per_sm", tuple(fits), described)
+    if hint:
+        blocks, why = hint, "as the blocks_per_sm hint asks"
+    else:
+        comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
+        blocks, why = comfortable[-1], f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
+    reason = (
+        f"persistent grid of {blocks} blocks per SM × {STREAM_SMS} SMs ({why}); each block streams every "
+        f"{blocks * STREAM_SMS}th row through a two-slot {ring}-byte shared-memory ring, the next row's cp.async in flight "
+        "while the current one is reduced"
+    )
+    return replace(schedule, blocks_per_sm=blocks, stream_blocks=blocks * STREAM_SMS, reasons=schedule.reasons + (reason,))
 
 
 def choose_schedule(spec: KernelSpec) -> Schedule:
@@ -207,6 +275,10 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f"only applies to variant = \"splitk\", not \"{hints.variant}\"")
+    if hints.blocks_per_sm != "auto" and hints.variant != "stream":
+        raise ChainError("schedule.blocks_per_sm", f"only applies to variant = \"stream\", not \"{hints.variant}\"")
+    if hints.variant == "stream" and block_m != 1:
+        raise ChainError("schedule.block_m", f"variant \"stream\" takes one row per step: block_m must be \"auto\" or 1, got {block_m}")
     multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op) for op in spec.op))
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
@@ -235,6 +307,8 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
         return replace(schedule, variant="naive", reasons=schedule.reasons + ("the row is staged in shared memory and read from there twice (the textbook form)",))
     if variant == "auto":
         schedule = replace(schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",))
+    if variant == "stream":
+        schedule = replace(schedule, variant="stream")
     return schedule
 
 
@@ -268,14 +342,17 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     context = chain_context(spec, schedule.block_m, schedule.layout(spec.hidden).padded_hidden)
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = tuple(t for s in stages for t in s.inputs)
-    schedule = _with_prefetch(spec, schedule, side_inputs)
+    schedule = _with_stream(spec, _with_prefetch(spec, schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
-    if schedule.variant == "fragment":
-        scratch = (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
+    if schedule.variant == "stream":
+        scratch = (Scratch("x_ring", "shared", (2, spec.hidden), spec.dtype, "this row and the next, the next one's cp.async in flight"),)
+    if schedule.builds_row:
+        scratch += (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
+    staged_rows = 2 if schedule.variant == "stream" else schedule.block_m
     if schedule.prefetch:
         scratch += tuple(
-            Scratch(f"{t.param.lower()}_staged", "shared", (schedule.block_m, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")
+            Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")
             if t.shape[0].tokens
             else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), t.dtype, f"{t.arg} in the row's thread layout, loaded with the row")
             for t in side_inputs
@@ -286,9 +363,9 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
 
 
 # Measured (NOTES.md step 13): one barrier less per row, yet at 16384 tokens the fp8 chain at 4096 ran
-# up to 1.2× slower with it on most schedules; at ≤256 tokens it is a few per cent faster. Tuning
-# turns it on where it wins.
-DEFAULT_JOINT_REDUCTION = False
+# up to 1.2× slower with it on most one-row-per-block schedules, a few per cent faster at ≤256 tokens
+# (tuning turns it on where it wins); in the streaming prototype it was 1.07–1.14× faster throughout.
+DEFAULT_JOINT_REDUCTION = {"fragment": False, "stream": True}
 
 
 def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...]) -> Schedule:
@@ -297,10 +374,10 @@ def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[St
     if hint is True and not possible:
         raise ChainError(
             "schedule.joint_reduction",
-            "applies to a fragment-variant chain that starts with rmsnorm, ends with per-token quant_fp8 and has only "
+            "applies to a fragment- or stream-variant chain that starts with rmsnorm, ends with per-token quant_fp8 and has only "
             "rope between them",
         )
-    if not possible or not (DEFAULT_JOINT_REDUCTION if hint == "auto" else hint):
+    if not possible or not (DEFAULT_JOINT_REDUCTION[schedule.variant] if hint == "auto" else hint):
         return schedule
     reason = (
         "the norm's sum of squares and the per-token amax cross the warps in one exchange (one barrier per row, not two): "
@@ -313,7 +390,7 @@ def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[St
 def _joint_reduction_possible(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
     """Whether the chain's first and last stage can share one exchange (ops.JointReduction): a fragment
     schedule, both ends able to split their reduction, and only linear ops between them."""
-    if schedule.variant != "fragment" or len(stages) < 2:
+    if not schedule.builds_row or len(stages) < 2:
         return False
     ends = [(REGISTRY[stage.kind].joint, stage) for stage in (stages[0], stages[-1])]
     return all(joint is not None and joint.applies(stage) for joint, stage in ends) and all(

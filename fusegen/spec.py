@@ -49,12 +49,13 @@ class Outputs(_Strict):
 
 
 class ScheduleHints(_Strict):
-    variant: Literal["auto", "fragment", "naive", "splitk"] = "auto"
+    variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = "auto"
     block_m: Union[Literal["auto"], int] = "auto"
     threads: Union[Literal["auto"], int] = "auto"
     blk_k: Union[Literal["auto"], int] = "auto"
     prefetch: Union[Literal["auto"], bool] = "auto"
     joint_reduction: Union[Literal["auto"], bool] = "auto"
+    blocks_per_sm: Union[Literal["auto"], int] = "auto"  # variant "stream": resident blocks per SM
 
 
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]

@@ -1,8 +1,8 @@
 """`fusegen tune` (GPU): searches the schedule space of every spec per token bucket and records the
 winners in the tuning file that `fusegen build` reads.
 
-A candidate is the spec with concrete schedule hints (threads × block_m × prefetch over what the spec
-leaves "auto"). Each one must compile, pass every CUDA check — so a replicated row layout, the silent
+A candidate is the spec with concrete schedule hints (variant × threads × block_m × prefetch × joint
+reduction × blocks per SM over what the spec leaves "auto"). Each one must compile, pass every CUDA check — so a replicated row layout, the silent
 5–16× slow case, can never be chosen — and match its reference on fresh random inputs before it is
 timed (CUDA-graph replays, inputs rotated past L2, as `fusegen bench` times). A candidate replaces the
 planner's own choice only when it is faster by more than MARGIN, so noise does not churn the file.
@@ -26,6 +26,11 @@ from .spec import KernelSpec, ScheduleHints
 from .tuning import BUCKETS, Bucket, BucketWinner, GpuWinners, Tuning, WinnerHints, problem_summary, save_table, with_winners
 
 BLOCK_M_CHOICES = (1, 2, 4)
+# Persistent-grid sizes tried for the stream variant (the planner's own count joins them as "auto").
+BLOCKS_PER_SM_CHOICES = (2, 3, 4, 5, 6, 8)
+# The stream variant pays a ring and a loop per row; with fewer values per thread than this the block
+# does too little per row for the overlap to pay (the prototype's best held 32–56, NOTES.md step 13).
+STREAM_MIN_ELEMS_PER_THREAD = 16
 # Fewer fp32 values per thread than this leave most threads idle between loads; more than the planner's
 # hard limit spill.
 MIN_ELEMS_PER_THREAD = 8
@@ -45,7 +50,17 @@ class Candidate:
 def _concrete(p: Plan) -> dict:
     s = p.schedule
     return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch,
-            "joint_reduction": s.joint_reduction}
+            "joint_reduction": s.joint_reduction, "blocks_per_sm": s.blocks_per_sm or "auto"}
+
+
+def _worth_timing(p: Plan) -> bool:
+    s = p.schedule
+    if s.elems_per_thread < MIN_ELEMS_PER_THREAD:
+        return False
+    # Streaming without prefetch reads the per-token side inputs after the reductions: the stall the
+    # ring exists to hide.
+    side_inputs = any(t.shape[0].tokens for t in p.inputs[1:])
+    return s.variant != "stream" or (s.elems_per_thread >= STREAM_MIN_ELEMS_PER_THREAD and (s.prefetch or not side_inputs))
 
 
 def candidates(spec: KernelSpec) -> list[Candidate]:
@@ -55,19 +70,25 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         "threads": thread_counts(spec),
         "block_m": BLOCK_M_CHOICES,
         "prefetch": (True, False),
-        "joint_reduction": (True, False),
+        # "auto": a stream schedule takes the joint reduction wherever the chain allows it (plan.py).
+        "joint_reduction": ("auto", True, False),
+        "variant": ("fragment", "stream") if spec.schedule.variant == "auto" else (spec.schedule.variant,),
+        "blocks_per_sm": ("auto", *BLOCKS_PER_SM_CHOICES),
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
     found = {json.dumps(_concrete(default), sort_keys=True): Candidate(_concrete(default), default)}
     for combo in itertools.product(*free.values()):
-        hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **dict(zip(free, combo))})
+        chosen = dict(zip(free, combo))
+        if chosen.get("variant") == "stream" and chosen.get("joint_reduction", "auto") != "auto":
+            continue
+        hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **chosen})
         variant = spec.model_copy(update={"schedule": hints})
         try:
             p = plan(variant, "<tune>")
         except ChainError:
             continue
-        if p.schedule.elems_per_thread < MIN_ELEMS_PER_THREAD:
+        if not _worth_timing(p):
             continue
         key = json.dumps(_concrete(p), sort_keys=True)
         found.setdefault(key, Candidate(_concrete(p), p))
@@ -216,8 +237,13 @@ def render_report(report: list[dict], env: dict) -> str:
             h = bucket["hints"]
             span = TokenRange(bucket["first_tokens"], bucket["last_tokens"]).label()
             lines.append(
-                f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {h['variant']} {h['threads']} × {h['block_m']}, "
+                f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {_variant_label(h)} {h['threads']} × {h['block_m']}, "
                 f"{h['prefetch']}, {h.get('joint_reduction', 'auto')} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "
                 f"{bucket['planner_median_us'] / bucket['median_us']:.2f}× | {bucket['candidates']} / {rejected} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _variant_label(hints: dict) -> str:
+    blocks = hints.get("blocks_per_sm", "auto")
+    return f"{hints['variant']} ({blocks}/SM)" if hints["variant"] == "stream" else hints["variant"]

@@ -51,12 +51,13 @@ class _Strict(BaseModel):
 class WinnerHints(_Strict):
     """Every schedule hint, concrete: what the winning candidate was planned with."""
 
-    variant: Literal["fragment", "naive", "splitk"]
+    variant: Literal["fragment", "stream", "naive", "splitk"]
     block_m: int = Field(ge=1)
     threads: int = Field(ge=32)
     blk_k: Union[Literal["auto"], int]
     prefetch: Union[Literal["auto"], bool]
     joint_reduction: Union[Literal["auto"], bool] = "auto"  # absent in files tuned before the hint existed
+    blocks_per_sm: Union[Literal["auto"], int] = "auto"  # likewise
 
 
 class BucketWinner(_Strict):

@@ -39,7 +39,7 @@ BASE = {
         {"kind": "quant_fp8", "group_size": 128, "fp8": "e4m3fn", "scale": "fp32"},
     ],
     "outputs": {"y": True},
-    "schedule": {"variant": "auto", "block_m": "auto", "threads": "auto", "blk_k": "auto"},
+    "schedule": {"variant": "auto", "block_m": "auto", "threads": "auto", "blk_k": "auto", "blocks_per_sm": "auto"},
 }
 
 # The strings each field may hold once accepted, by field name; the name must be a plain identifier, and
@@ -52,12 +52,13 @@ ALLOWED_STRINGS = {
     "group_size": {"token"},
     "fp8": {"e4m3fn", "e5m2"},
     "scale": {"fp32", "ue8m0"},
-    "variant": {"auto", "fragment", "naive", "splitk"},
+    "variant": {"auto", "fragment", "stream", "naive", "splitk"},
     "block_m": {"auto"},
     "threads": {"auto"},
     "blk_k": {"auto"},
     "prefetch": {"auto"},
     "joint_reduction": {"auto"},
+    "blocks_per_sm": {"auto"},
 }
 # Every field of BASE a string can be put into, with the strings it may then hold (None: an identifier).
 FIELDS: dict[tuple, set[str] | None] = {
@@ -69,6 +70,7 @@ FIELDS: dict[tuple, set[str] | None] = {
         ("op", 2, "kind"), ("op", 2, "group_size"), ("op", 2, "fp8"), ("op", 2, "scale"),
         ("outputs", "y"),
         ("schedule", "variant"), ("schedule", "block_m"), ("schedule", "threads"), ("schedule", "blk_k"),
+        ("schedule", "blocks_per_sm"),
     ]
 }
 # Tables where a key is user text, and the keys each accepts.

@@ -35,13 +35,13 @@ quants = st.one_of(
     ),
 )
 specs = st.builds(
-    lambda dtype, hidden, norm, rope, quant, threads, block_m, prefetch, joint, y: {
+    lambda dtype, hidden, norm, rope, quant, threads, block_m, prefetch, joint, stream, y: {
         "name": "random_spec",
         "dtype": dtype,
         "hidden": hidden,
         "op": norm + rope + quant or [{"kind": "rmsnorm"}],
         "outputs": {"y": y} if (norm or rope) else {"y": False},
-        "schedule": {"threads": threads, "block_m": block_m, "prefetch": prefetch, "joint_reduction": joint},
+        "schedule": {"threads": threads, "block_m": block_m, "prefetch": prefetch, "joint_reduction": joint, **stream},
     },
     st.sampled_from(["float16", "bfloat16", "float32"]),
     st.sampled_from([16, 33, 64, 100, 256, 640, 1000, 1536, 3072, 4000, 4096, 5120, 7168, 8192, 16384]),
@@ -52,6 +52,7 @@ specs = st.builds(
     st.sampled_from(["auto", "auto", 1, 2, 4, 8]),
     st.sampled_from(["auto", True, False]),
     st.sampled_from(["auto", True]),
+    st.sampled_from([{}, {}, {"variant": "stream"}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 2}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 8}]),
     st.booleans(),
 )
 
