@@ -1,5 +1,6 @@
 """Renders the GPU verification record (docs/gpu-verification.md) from the JSON the GPU test session
-writes (FUSEGEN_GPU_REPORT) and the memcheck log."""
+writes (FUSEGEN_GPU_REPORT) and the compute-sanitizer logs (memcheck, racecheck).
+Usage: python -m fusegen.verification REPORT.json OUT.md [SANITIZER.log ...]"""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,11 @@ def _kernel_of(nodeid: str) -> str:
     return f"{Path(path).stem}::{function}"
 
 
-def render(report: dict, memcheck: str | None) -> str:
+_SANITIZER_LINES = ("ERROR SUMMARY", "RACECHECK SUMMARY", "sanitized ", "memcheck exit", "racecheck exit")
+
+
+def render(report: dict, sanitizer_logs: dict[str, str]) -> str:
+    """sanitizer_logs: the tool's name (the log's file stem) -> the log."""
     env = report["environment"]
     tests = report["tests"]
     counts = Counter(t["outcome"] for t in tests)
@@ -46,18 +51,18 @@ def render(report: dict, memcheck: str | None) -> str:
     failed = [t["test"] for t in tests if t["outcome"] == "failed"]
     if failed:
         lines += ["", "Failed:", *(f"- `{name}`" for name in failed)]
-    if memcheck is not None:
-        summary = [l for l in memcheck.splitlines() if "ERROR SUMMARY" in l or l.startswith("memcheck ")]
-        lines += ["", "## compute-sanitizer memcheck", "", "```", *summary, "```"]
+    for tool, log in sanitizer_logs.items():
+        summary = [line for line in log.splitlines() if any(mark in line for mark in _SANITIZER_LINES)]
+        lines += ["", f"## compute-sanitizer {tool}", "", "```", *summary, "```"]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
     report = json.loads(Path(argv[0]).read_text())
-    memcheck = Path(argv[1]).read_text() if len(argv) > 1 and Path(argv[1]).exists() else None
-    out = Path(argv[2]) if len(argv) > 2 else Path("docs/gpu-verification.md")
+    out = Path(argv[1])
+    logs = {Path(log).stem: Path(log).read_text() for log in argv[2:]}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(report, memcheck))
+    out.write_text(render(report, logs))
     print(f"wrote {out}")
     return 0
 

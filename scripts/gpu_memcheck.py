@@ -1,17 +1,38 @@
-"""One small run of every generated kernel, for `compute-sanitizer --tool memcheck`.
+"""Small runs for compute-sanitizer: every generated kernel (unless --stream-only), then every stream case
+of tests/cases.py. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
 
-Each kernel runs at 8 tokens (the seed's small M) against its reference; the sanitizer reports any
-out-of-bounds or misaligned access. Prints one line per kernel."""
+Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
+Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
+the blocks differ in how many rows they take: the paths where a slot is refilled while it may still be
+read, which racecheck watches. Prints one line per kernel; the sanitizer reports any bad access."""
 import importlib
+import logging
 import sys
+import tempfile
 from pathlib import Path
 
 from fusegen import testing
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
 
 root = Path(__file__).resolve().parent.parent
-for kernel_dir in sorted((root / "generated").glob("*/kernel.py")):
-    name = kernel_dir.parent.name
-    for tokens in (8, 3):
-        testing.run_and_compare(importlib.import_module(f"generated.{name}"), tokens)
-    print(f"memcheck {name}: ran at 8 and 3 tokens, matched the reference", flush=True)
+sys.path.insert(0, str(root / "tests"))
+from cases import CASES, PENDING_GPU_CASES, spec_for  # noqa: E402
+
+logging.getLogger("tilelang").setLevel(logging.WARNING)
+if "--stream-only" not in sys.argv:
+    for kernel_dir in sorted((root / "generated").glob("*/kernel.py")):
+        name = kernel_dir.parent.name
+        for tokens in (8, 3):
+            testing.run_and_compare(importlib.import_module(f"generated.{name}"), tokens)
+        print(f"sanitized {name}: ran at 8 and 3 tokens, matched the reference", flush=True)
+scratch = Path(tempfile.mkdtemp(prefix="fusegen-sanitize-"))
+for name in sorted({**CASES, **PENDING_GPU_CASES}):
+    spec = KernelSpec.model_validate(spec_for(name))
+    schedule = plan(spec, name).routes[0].schedule
+    if schedule.variant != "stream":
+        continue
+    tokens = spec.tokens or 2 * schedule.stream_blocks + 3
+    testing.run_and_compare(testing.build_variant(spec, scratch / name), tokens)
+    print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, schedule.stream_blocks)} blocks, matched the reference", flush=True)
 sys.exit(0)
