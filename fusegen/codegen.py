@@ -153,34 +153,39 @@ class KernelFrame:
             return "token"
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
 
-    def stream_rows(self, x_dtype: str, per_token, grid: int, blocks_per_sm: int) -> list[str]:
+    def stream_rows(self, x_dtype: str, per_token, grid: int, blocks_per_sm: int, slots: int) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, …; while
-        one row is reduced the next one's cp.async copies (X and, prefetched, the per-token side inputs:
-        plan Tensors) fill the other slot of a two-slot shared ring. Every step commits the same number
-        of cp.async groups (empty ones after the last row), so waiting for all but that many leaves
-        exactly the current row's copies complete. The caller indents the chain 4 spaces under it."""
+        one row is reduced the next slots − 1 rows' cp.async copies (X and, prefetched, the per-token side
+        inputs: plan Tensors) fill the other slots of a shared ring. Every row commits the same number
+        of cp.async groups (empty ones past the last token), so waiting for all but the newest
+        (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
+        the chain 4 spaces under it."""
         rings = [("X", "x_ring", self.hidden)] + [(t.param, self.staged(t.param), t.shape[1].size) for t in per_token]
 
-        def copies(token: str, slot: str) -> list[str]:
-            return [f"T.async_copy({param}[{token}, 0:{width}], {ring}[{slot}, 0:{width}])" for param, ring, width in rings]
+        def fetch(token: str, slot: str, guarded: bool) -> list[str]:
+            copies = [f"T.async_copy({param}[{token}, 0:{width}], {ring}[{slot}, 0:{width}])" for param, ring, width in rings]
+            if not guarded:
+                return copies
+            empty = ["T.ptx_commit_group()"] * len(rings)
+            return [f"if {token} < {self.tokens}:", *indent(copies, 4), "else:", *indent(empty, 4)]
 
         load = "x_ring[slot, j]"
         if self.layout.pads_columns:
             load = f'T.if_then_else(j < {self.hidden}, T.cast({load}, "float32"), 0.0)'
+        ahead = slots - 1
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
-            f'x_ring = T.alloc_shared((2, {self.hidden}), "{x_dtype}")',
-            *(f'{ring} = T.alloc_shared((2, {width}), "float32")' for _, ring, width in rings[1:]),
-            *copies("block", "0"),
+            f'x_ring = T.alloc_shared(({slots}, {self.columns}), "{x_dtype}")',
+            *(f'{ring} = T.alloc_shared(({slots}, {width}), "float32")' for _, ring, width in rings[1:]),
+            # The block's first row exists (the grid is never larger than the token count).
+            *fetch("block", "0", guarded=False),
+            *(line for k in range(1, ahead) for line in fetch(f"block + {k * grid}", str(k), guarded=True)),
             f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
             f"    token = block + step * {grid}",
-            "    slot = step % 2",
-            f"    if token + {grid} < {self.tokens}:",
-            *(f"        {line}" for line in copies(f"token + {grid}", "1 - slot")),
-            "    else:",
-            *(["        T.ptx_commit_group()"] * len(rings)),
-            f"    T.ptx_wait_group({len(rings)})",
+            f"    slot = step % {slots}",
+            *indent(fetch(f"token + {ahead * grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
+            f"    T.ptx_wait_group({ahead * len(rings)})",
             f"    for i, j in T.Parallel(1, {self.columns}):",
             f"        row[i, j] = {load}",
         ]

@@ -45,7 +45,7 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     if streamed:
         per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))
-        lines += frame.stream_rows(plan.dtype, per_token, schedule.stream_blocks, schedule.blocks_per_sm)
+        lines += frame.stream_rows(plan.dtype, per_token, schedule.stream_blocks, schedule.blocks_per_sm, schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
     return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
 
@@ -92,7 +92,7 @@ def schedule_summary(route: Route) -> str:
     return (
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
-        + (f", {s.blocks_per_sm} blocks per SM" if s.blocks_per_sm else "")
+        + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
     )

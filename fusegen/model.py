@@ -111,6 +111,7 @@ class Schedule:
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream: resident blocks per SM, the launch bound
     stream_blocks: int | None = None  # stream: the persistent grid, blocks_per_sm × the SM count
+    ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
 
     @property
     def builds_row(self) -> bool:

@@ -215,10 +215,16 @@ MAX_BLOCKS_PER_SM = 16
 REGISTERS_BESIDE_ROW = 32
 
 
-def stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
-    """Shared memory of the stream ring: two slots of the row, and of every per-token side input when prefetched."""
+RING_SLOT_CHOICES = (2, 3, 4)
+# One row in flight while one is reduced; measured against deeper rings by `fusegen tune`.
+DEFAULT_RING_SLOTS = 2
+
+
+def stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
+    """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
+    layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
     per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
-    return 2 * (spec.hidden * DTYPE_BYTES[spec.dtype] + per_token)
+    return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
 def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
@@ -233,11 +239,13 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
             f"\"stream\" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × "
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
-    ring = stream_ring_bytes(spec, schedule, side_inputs)
+    slots = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES) or DEFAULT_RING_SLOTS
+    ring = stream_ring_bytes(spec, schedule, side_inputs, slots)
     if ring > SHARED_BYTES_LIMIT:
+        key = "schedule.ring_slots" if spec.schedule.ring_slots != "auto" else "schedule.variant"
         raise ChainError(
-            "schedule.variant",
-            f"\"stream\" keeps two rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}",
+            key,
+            f"\"stream\" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}",
         )
 
     def registers_each(blocks: int) -> int:
@@ -262,10 +270,12 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         blocks, why = comfortable[-1], f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
     reason = (
         f"persistent grid of {blocks} blocks per SM × {STREAM_SMS} SMs ({why}); each block streams every "
-        f"{blocks * STREAM_SMS}th row through a two-slot {ring}-byte shared-memory ring, the next row's cp.async in flight "
-        "while the current one is reduced"
+        f"{blocks * STREAM_SMS}th row through a {slots}-slot {ring}-byte shared-memory ring, the next {slots - 1} row(s)' "
+        "cp.async in flight while the current one is reduced"
     )
-    return replace(schedule, blocks_per_sm=blocks, stream_blocks=blocks * STREAM_SMS, reasons=schedule.reasons + (reason,))
+    return replace(
+        schedule, blocks_per_sm=blocks, stream_blocks=blocks * STREAM_SMS, ring_slots=slots, reasons=schedule.reasons + (reason,)
+    )
 
 
 def choose_schedule(spec: KernelSpec) -> Schedule:
@@ -275,8 +285,9 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f"only applies to variant = \"splitk\", not \"{hints.variant}\"")
-    if hints.blocks_per_sm != "auto" and hints.variant != "stream":
-        raise ChainError("schedule.blocks_per_sm", f"only applies to variant = \"stream\", not \"{hints.variant}\"")
+    for key in ("blocks_per_sm", "ring_slots"):
+        if getattr(hints, key) != "auto" and hints.variant != "stream":
+            raise ChainError(f"schedule.{key}", f"only applies to variant = \"stream\", not \"{hints.variant}\"")
     if hints.variant == "stream" and block_m != 1:
         raise ChainError("schedule.block_m", f"variant \"stream\" takes one row per step: block_m must be \"auto\" or 1, got {block_m}")
     multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op) for op in spec.op))
@@ -346,10 +357,10 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":
-        scratch = (Scratch("x_ring", "shared", (2, spec.hidden), spec.dtype, "this row and the next, the next one's cp.async in flight"),)
+        scratch = (Scratch("x_ring", "shared", (schedule.ring_slots, layout.padded_hidden), spec.dtype, "this row and the next ones, their cp.async in flight"),)
     if schedule.builds_row:
         scratch += (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
-    staged_rows = 2 if schedule.variant == "stream" else schedule.block_m
+    staged_rows = schedule.ring_slots if schedule.variant == "stream" else schedule.block_m
     if schedule.prefetch:
         scratch += tuple(
             Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")

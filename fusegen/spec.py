@@ -56,6 +56,7 @@ class ScheduleHints(_Strict):
     prefetch: Union[Literal["auto"], bool] = "auto"
     joint_reduction: Union[Literal["auto"], bool] = "auto"
     blocks_per_sm: Union[Literal["auto"], int] = "auto"  # variant "stream": resident blocks per SM
+    ring_slots: Union[Literal["auto"], int] = "auto"  # variant "stream": rows a block holds, all but one in flight
 
 
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]

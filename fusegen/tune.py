@@ -50,7 +50,7 @@ class Candidate:
 def _concrete(p: Plan) -> dict:
     s = p.schedule
     return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch,
-            "joint_reduction": s.joint_reduction, "blocks_per_sm": s.blocks_per_sm or "auto"}
+            "joint_reduction": s.joint_reduction, "blocks_per_sm": s.blocks_per_sm or "auto", "ring_slots": s.ring_slots or "auto"}
 
 
 def _worth_timing(p: Plan) -> bool:
@@ -74,6 +74,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         "joint_reduction": ("auto", True, False),
         "variant": ("fragment", "stream") if spec.schedule.variant == "auto" else (spec.schedule.variant,),
         "blocks_per_sm": ("auto", *BLOCKS_PER_SM_CHOICES),
+        "ring_slots": ("auto", 3),  # auto: the planner's two slots
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
@@ -246,4 +247,5 @@ def render_report(report: list[dict], env: dict) -> str:
 
 def _variant_label(hints: dict) -> str:
     blocks = hints.get("blocks_per_sm", "auto")
-    return f"{hints['variant']} ({blocks}/SM)" if hints["variant"] == "stream" else hints["variant"]
+    slots = hints.get("ring_slots", "auto")
+    return f"{hints['variant']} ({blocks}/SM, {slots} slots)" if hints["variant"] == "stream" else hints["variant"]

@@ -58,6 +58,7 @@ class WinnerHints(_Strict):
     prefetch: Union[Literal["auto"], bool]
     joint_reduction: Union[Literal["auto"], bool] = "auto"  # absent in files tuned before the hint existed
     blocks_per_sm: Union[Literal["auto"], int] = "auto"  # likewise
+    ring_slots: Union[Literal["auto"], int] = "auto"  # likewise
 
 
 class BucketWinner(_Strict):

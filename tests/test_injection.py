@@ -39,7 +39,7 @@ BASE = {
         {"kind": "quant_fp8", "group_size": 128, "fp8": "e4m3fn", "scale": "fp32"},
     ],
     "outputs": {"y": True},
-    "schedule": {"variant": "auto", "block_m": "auto", "threads": "auto", "blk_k": "auto", "blocks_per_sm": "auto"},
+    "schedule": {"variant": "auto", "block_m": "auto", "threads": "auto", "blk_k": "auto", "blocks_per_sm": "auto", "ring_slots": "auto"},
 }
 
 # The strings each field may hold once accepted, by field name; the name must be a plain identifier, and
@@ -59,6 +59,7 @@ ALLOWED_STRINGS = {
     "prefetch": {"auto"},
     "joint_reduction": {"auto"},
     "blocks_per_sm": {"auto"},
+    "ring_slots": {"auto"},
 }
 # Every field of BASE a string can be put into, with the strings it may then hold (None: an identifier).
 FIELDS: dict[tuple, set[str] | None] = {
@@ -70,7 +71,7 @@ FIELDS: dict[tuple, set[str] | None] = {
         ("op", 2, "kind"), ("op", 2, "group_size"), ("op", 2, "fp8"), ("op", 2, "scale"),
         ("outputs", "y"),
         ("schedule", "variant"), ("schedule", "block_m"), ("schedule", "threads"), ("schedule", "blk_k"),
-        ("schedule", "blocks_per_sm"),
+        ("schedule", "blocks_per_sm"), ("schedule", "ring_slots"),
     ]
 }
 # Tables where a key is user text, and the keys each accepts.

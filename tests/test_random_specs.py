@@ -52,7 +52,7 @@ specs = st.builds(
     st.sampled_from(["auto", "auto", 1, 2, 4, 8]),
     st.sampled_from(["auto", True, False]),
     st.sampled_from(["auto", True]),
-    st.sampled_from([{}, {}, {"variant": "stream"}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 2}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 8}]),
+    st.sampled_from([{}, {}, {"variant": "stream"}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 2}, {"variant": "stream", "block_m": 1, "blocks_per_sm": 8, "ring_slots": 3}]),
     st.booleans(),
 )
 

@@ -146,14 +146,14 @@ def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
 def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
     spec = spec_of()
     found = candidates(spec)
-    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True, "joint_reduction": False, "blocks_per_sm": "auto"}
+    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True, "joint_reduction": False, "blocks_per_sm": "auto", "ring_slots": "auto"}
     keys = [json.dumps(c.hints, sort_keys=True) for c in found]
     assert len(keys) == len(set(keys)) > 10
     assert {c.hints["prefetch"] for c in found} == {True, False}
     assert {c.hints["joint_reduction"] for c in found} == {True, False}  # the chain allows it: both are timed
     streamed = [c for c in found if c.hints["variant"] == "stream"]
     # Persistent grids of several sizes, each with the joint reduction the stream variant takes by default.
-    assert len({c.hints["blocks_per_sm"] for c in streamed}) > 3
+    assert len({c.hints["blocks_per_sm"] for c in streamed}) > 3 and {c.hints["ring_slots"] for c in streamed} == {2, 3}
     assert all(c.hints["joint_reduction"] and c.plan.schedule.elems_per_thread >= 16 for c in streamed)
     assert {c.hints["variant"] for c in candidates(spec_of(schedule=spec.schedule.model_copy(update={"variant": "fragment"})))} == {"fragment"}
     pinned = spec_of(schedule=spec.schedule.model_copy(update={"block_m": 2}))
