@@ -84,13 +84,7 @@ CASES = {
     "joint_token_y_block_m2": case("joint reduction with Y written, two rows per block", [RMS, rope(64), quant()], "float16", schedule={"joint_reduction": True, "block_m": 2}),
     "joint_padded_rstd_no_weight": case("joint reduction on a padded row without weight, Rstd written, no Y", [{"kind": "rmsnorm", "weight": False}, quant()], "float16", 1000, outputs={"y": False, "rstd": True}, schedule={"joint_reduction": True}),
     "joint_gptj_e5m2_224_threads": case("joint reduction, GPT-J span, e5m2 with power-of-two scales, 7 warps", [RMS, rope(64, style="gptj"), quant(fp8="e5m2", scale="ue8m0")], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True, "threads": 224}),
-}
-
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them.
-PENDING_GPU_CASES = {
-    # A persistent grid streaming rows through a two-slot cp.async ring (variant "stream").
+    # A persistent grid streaming rows through a cp.async ring in shared memory (variant "stream").
     "stream_fp8_only": case("the fp8-only seed chain streamed, 4 warps, blocks per SM from the planner", [RMS, rope(64), quant()], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
     "stream_joint_bf16_7168": case("stream with the joint reduction, 7168 columns, 3 blocks per SM, two rows in flight", [RMS, rope(64), quant()], hidden=7168, outputs={"y": False}, schedule={"variant": "stream", "threads": 128, "blocks_per_sm": 3, "joint_reduction": True, "ring_slots": 3}),
     "stream_ln_padded_y_mean": case("stream over a padded LayerNorm → RoPE row (1000 → 1024) with Y and Mean, a 4-slot ring whose slots span the padding; weight and bias staged once", [LN, rope(64)], hidden=1000, outputs={"mean": True}, schedule={"variant": "stream", "ring_slots": 4}),
@@ -100,6 +94,11 @@ PENDING_GPU_CASES = {
     "stream_group_quant_alone": case("stream of a chain with no cross-warp exchange: the ring's own barriers order its slots", [quant(128)], hidden=1024, schedule={"variant": "stream"}),
     "stream_4_byte_copies": case("1002 fp16 columns: rows only 4-byte aligned, the narrowest cp.async", [RMS, rope(2)], "float16", 1002, schedule={"variant": "stream"}),
 }
+
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them.
+PENDING_GPU_CASES = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
