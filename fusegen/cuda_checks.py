@@ -1,6 +1,6 @@
 """Reads the CUDA TileLang produced and checks what the seed's step 3 asks: wide row loads and stores,
-a vectorized sum of squares, contiguous RoPE accesses, a paired (not scalar) fp8 convert, and a row
-fragment that is not silently replicated across threads."""
+a vectorized sum of squares, contiguous RoPE accesses, a paired (not scalar) and saturating fp8
+convert, and a row fragment that is not silently replicated across threads."""
 from __future__ import annotations
 
 import re
@@ -105,6 +105,10 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         else:
             checks.append(Check("fp8 convert paired", paired and not scalar, f"paired converts: {paired}, scalar converts: {scalar}"))
         checks.append(_row_access(source, "Q", min(16, s.vector_elems * DTYPE_BYTES["float8_e4m3fn"]), "fp8 stores"))
+        # The kernel does not clamp before converting (ops/quant_fp8.py): every conversion must saturate.
+        converts = len(re.findall(r"__nv_cvt_float2?_to_fp8", source))
+        saturating = len(re.findall(r"__nv_cvt_float2?_to_fp8\w*\([^;]*__NV_SATFINITE", source))
+        checks.append(Check("fp8 convert saturates", converts > 0 and saturating == converts, f"{saturating} of {converts} conversions with __NV_SATFINITE"))
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)
     if per_thread:
         # Each thread must hold one partial per row; more means the warp shuffle would count copies.

@@ -103,6 +103,10 @@ def poisoned_outputs(module, tokens: int, device="cuda") -> list[torch.Tensor]:
     return results
 
 
+# The relative error of an fp32 chain of a few operations, as a fraction of its operands' magnitude.
+FP32_NOISE = 2.0**-20
+
+
 def _fp8_code_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Steps between fp8 values: codes are sign-magnitude, so map them to a monotonic integer line."""
 
@@ -140,7 +144,14 @@ def compare(module, outputs, reference, dtype: str) -> None:
         atol, rtol = tolerance("dequant", fp8)
         torch.testing.assert_close(dequant, rdequant, atol=atol, rtol=rtol, msg=lambda m: f"Q·Scale: {m}")
         distance = _fp8_code_distance(q, rq)
-        assert distance.max().item() <= 1, f"q: fp8 codes differ by up to {distance.max().item()} steps"
+        # fp32 evaluation order (the kernel's FMA contraction, torch's separate roundings) moves a value by
+        # a few ulps of the largest operands that made it: up to ~2^-20 of its group's range. Near zero,
+        # e5m2's codes are finer than that (RoPE's a·cos − b·sin can cancel to almost nothing), so such a
+        # value may land several codes away while both dequantize to the same value within that noise.
+        # Everywhere else a code may differ by one step at most.
+        noise = (scale * torch.finfo(q.dtype).max * FP32_NOISE)[..., None].expand(-1, -1, q.shape[1] // groups).reshape(q.shape)
+        beyond_noise = distance * ((dequant - rdequant).abs() > noise)
+        assert beyond_noise.max().item() <= 1, f"q: fp8 codes differ by up to {beyond_noise.max().item()} steps"
         mismatch = (distance > 0).float().mean().item()
         assert mismatch <= MAX_CODE_MISMATCH, f"q: {mismatch:.2e} of fp8 codes differ from the reference"
 

@@ -8,7 +8,6 @@
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
-#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -183,24 +182,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_8 = 0; i_8 < 8; ++i_8) {
-    float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
-    float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __10;
     float4 __11;
-      float4 __12;
-        float4 v__10 = *(float4*)(row + (i_8 * 4));
-        float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-        __12.x = (v__10.x*v__11.x);
-        __12.y = (v__10.y*v__11.y);
-        __12.z = (v__10.z*v__11.z);
-        __12.w = (v__10.w*v__11.w);
-      float4 clamp_arg = __12;
-      float4 v__12 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
-      float4 v__13 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
-      __11.x = tl::clamp(clamp_arg.x, v__12.x, v__13.x);
-      __11.y = tl::clamp(clamp_arg.y, v__12.y, v__13.y);
-      __11.z = tl::clamp(clamp_arg.z, v__12.z, v__13.z);
-      __11.w = tl::clamp(clamp_arg.w, v__12.w, v__13.w);
+      float4 v__10 = *(float4*)(row + (i_8 * 4));
+      float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __11.x = (v__10.x*v__11.x);
+      __11.y = (v__10.y*v__11.y);
+      __11.z = (v__10.z*v__11.z);
+      __11.w = (v__10.w*v__11.w);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
     *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __10;
@@ -222,7 +211,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
-#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -397,24 +385,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_8 = 0; i_8 < 4; ++i_8) {
-    float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
-    float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __10;
     float4 __11;
-      float4 __12;
-        float4 v__10 = *(float4*)(row + (i_8 * 4));
-        float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-        __12.x = (v__10.x*v__11.x);
-        __12.y = (v__10.y*v__11.y);
-        __12.z = (v__10.z*v__11.z);
-        __12.w = (v__10.w*v__11.w);
-      float4 clamp_arg = __12;
-      float4 v__12 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
-      float4 v__13 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
-      __11.x = tl::clamp(clamp_arg.x, v__12.x, v__13.x);
-      __11.y = tl::clamp(clamp_arg.y, v__12.y, v__13.y);
-      __11.z = tl::clamp(clamp_arg.z, v__12.z, v__13.z);
-      __11.w = tl::clamp(clamp_arg.w, v__12.w, v__13.w);
+      float4 v__10 = *(float4*)(row + (i_8 * 4));
+      float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __11.x = (v__10.x*v__11.x);
+      __11.y = (v__10.y*v__11.y);
+      __11.z = (v__10.z*v__11.z);
+      __11.w = (v__10.w*v__11.w);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
     *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __10;
@@ -436,7 +414,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
-#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/copy.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
@@ -644,24 +621,14 @@ extern "C" __global__ void __launch_bounds__(128, 5) rms_norm_rope_quant_fp8_onl
     inverse_scale[0] = __frcp_rn(group_scale[0]);
     #pragma unroll
     for (int i_11 = 0; i_11 < 8; ++i_11) {
-      float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
-      float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
       fp8_e4_4_t __10;
       float4 __11;
-        float4 __12;
-          float4 v__11 = *(float4*)(row + (i_11 * 4));
-          float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-          __12.x = (v__11.x*v__12.x);
-          __12.y = (v__11.y*v__12.y);
-          __12.z = (v__11.z*v__12.z);
-          __12.w = (v__11.w*v__12.w);
-        float4 clamp_arg = __12;
-        float4 v__13 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
-        float4 v__14 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
-        __11.x = tl::clamp(clamp_arg.x, v__13.x, v__14.x);
-        __11.y = tl::clamp(clamp_arg.y, v__13.y, v__14.y);
-        __11.z = tl::clamp(clamp_arg.z, v__13.z, v__14.z);
-        __11.w = tl::clamp(clamp_arg.w, v__13.w, v__14.w);
+        float4 v__11 = *(float4*)(row + (i_11 * 4));
+        float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+        __11.x = (v__11.x*v__12.x);
+        __11.y = (v__11.y*v__12.y);
+        __11.z = (v__11.z*v__12.z);
+        __11.w = (v__11.w*v__12.w);
       (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
       (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
       *(fp8_e4_4_t*)(quantized + (i_11 * 4)) = __10;

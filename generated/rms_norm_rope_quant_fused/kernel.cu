@@ -8,7 +8,6 @@
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
-#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -195,24 +194,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 4; ++i_9) {
-    float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
-    float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __11;
     float4 __12;
-      float4 __13;
-        float4 v__11 = *(float4*)(row + (i_9 * 4));
-        float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-        __13.x = (v__11.x*v__12.x);
-        __13.y = (v__11.y*v__12.y);
-        __13.z = (v__11.z*v__12.z);
-        __13.w = (v__11.w*v__12.w);
-      float4 clamp_arg = __13;
-      float4 v__13 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
-      float4 v__14 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
-      __12.x = tl::clamp(clamp_arg.x, v__13.x, v__14.x);
-      __12.y = tl::clamp(clamp_arg.y, v__13.y, v__14.y);
-      __12.z = tl::clamp(clamp_arg.z, v__13.z, v__14.z);
-      __12.w = tl::clamp(clamp_arg.w, v__13.w, v__14.w);
+      float4 v__11 = *(float4*)(row + (i_9 * 4));
+      float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __12.x = (v__11.x*v__12.x);
+      __12.y = (v__11.y*v__12.y);
+      __12.z = (v__11.z*v__12.z);
+      __12.w = (v__11.w*v__12.w);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
     *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __11;
@@ -234,7 +223,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
-#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -421,24 +409,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 8; ++i_9) {
-    float broadcast_var_1 = -0x1.cp+8f/*-4.480000e+02*/;
-    float broadcast_var_2 = 0x1.cp+8f/*4.480000e+02*/;
     fp8_e4_4_t __11;
     float4 __12;
-      float4 __13;
-        float4 v__11 = *(float4*)(row + (i_9 * 4));
-        float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-        __13.x = (v__11.x*v__12.x);
-        __13.y = (v__11.y*v__12.y);
-        __13.z = (v__11.z*v__12.z);
-        __13.w = (v__11.w*v__12.w);
-      float4 clamp_arg = __13;
-      float4 v__13 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
-      float4 v__14 = make_float4(broadcast_var_2, broadcast_var_2, broadcast_var_2, broadcast_var_2);
-      __12.x = tl::clamp(clamp_arg.x, v__13.x, v__14.x);
-      __12.y = tl::clamp(clamp_arg.y, v__13.y, v__14.y);
-      __12.z = tl::clamp(clamp_arg.z, v__13.z, v__14.z);
-      __12.w = tl::clamp(clamp_arg.w, v__13.w, v__14.w);
+      float4 v__11 = *(float4*)(row + (i_9 * 4));
+      float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __12.x = (v__11.x*v__12.x);
+      __12.y = (v__11.y*v__12.y);
+      __12.z = (v__11.z*v__12.z);
+      __12.w = (v__11.w*v__12.w);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
     *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __11;
