@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from . import oracle
 from .compile import import_package
 from .emit import render
 from .plan import plan
@@ -42,9 +43,16 @@ TOLERANCES = {
     ("dequant", "float8_e4m3fn"): (1e-1, 1e-1),
     ("dequant", "float8_e5m2"): (2e-1, 2e-1),
 }
-# Of all fp8 codes, at most this fraction may differ from the reference's (each by one step): more
-# means a systematic error (wrong scale, wrong rounding), not boundary cases.
+# Of all fp8 codes, at most this fraction may differ from the reference's (each by one step) without
+# being shown a rounding tie: more means a systematic error (wrong scale, wrong rounding).
 MAX_CODE_MISMATCH = 1e-3
+# A code that differs by one step is a tie when the exact (float64) quotient lies this close, relative,
+# to the midpoint between the two codes: kernel and reference each compute it in fp32 to ~2^-20, so
+# they can only round to different sides of a midpoint that near. bf16 inputs without enough mantissa
+# to spread their quotients make such ties common (above 1e-3 of a row's codes, NOTES.md step 14).
+TIE_WINDOW = 2.0**-17
+# Rows whose mismatching codes are checked against the float64 oracle (it runs on the CPU).
+TIE_ROWS_CHECKED = 64
 SEED_SMALL = {"tokens": 8, "hidden": 256, "rope_dim": 32}
 SPEC_SHAPE_TOKENS = (3, 4096)
 
@@ -118,8 +126,9 @@ def _fp8_code_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (line(a) - line(b)).abs()
 
 
-def compare(module, outputs, reference, dtype: str) -> None:
-    """Asserts every output of a kernel run against the reference's, by output class."""
+def compare(module, outputs, reference, dtype: str, unrounded_rows=None) -> None:
+    """Asserts every output of a kernel run against the reference's, by output class. `unrounded_rows`
+    (exact_quotient): where fp8 codes differ, whether each is a rounding tie of the exact quotient."""
     names = [s.name for s in module.OUTPUTS]
     got, want = dict(zip(names, outputs)), dict(zip(names, reference))
     for name in names:
@@ -149,11 +158,47 @@ def compare(module, outputs, reference, dtype: str) -> None:
         # e5m2's codes are finer than that (RoPE's a·cos − b·sin can cancel to almost nothing), so such a
         # value may land several codes away while both dequantize to the same value within that noise.
         # Everywhere else a code may differ by one step at most.
-        noise = (scale * torch.finfo(q.dtype).max * FP32_NOISE)[..., None].expand(-1, -1, q.shape[1] // groups).reshape(q.shape)
-        beyond_noise = distance * ((dequant - rdequant).abs() > noise)
+        group_noise = (scale * torch.finfo(q.dtype).max * FP32_NOISE)[..., None].expand(-1, -1, q.shape[1] // groups).reshape(q.shape)
+        beyond_noise = distance * ((dequant - rdequant).abs() > group_noise)
         assert beyond_noise.max().item() <= 1, f"q: fp8 codes differ by up to {beyond_noise.max().item()} steps"
-        mismatch = (distance > 0).float().mean().item()
-        assert mismatch <= MAX_CODE_MISMATCH, f"q: {mismatch:.2e} of fp8 codes differ from the reference"
+        unexplained = (beyond_noise > 0).sum().item()
+        if unexplained and unrounded_rows is not None:
+            unexplained -= _proven_ties(q, rq, beyond_noise > 0, unrounded_rows)
+        mismatch = unexplained / q.numel()
+        assert mismatch <= MAX_CODE_MISMATCH, f"q: {mismatch:.2e} of fp8 codes differ from the reference, not at a rounding tie"
+
+
+def _proven_ties(q, rq, differs, unrounded_rows) -> int:
+    """How many differing codes in the first TIE_ROWS_CHECKED rows with any are rounding ties of the exact
+    quotient; a differing code there that is not one fails at once."""
+    rows = differs.any(dim=1).nonzero()[:TIE_ROWS_CHECKED, 0]
+    exact = unrounded_rows(rows.cpu()).to(q.device)
+    checked = differs[rows]
+    midpoint = (q[rows].double() + rq[rows].double()) / 2
+    # In scaled units the group's fp32 noise (see compare) is fp8_max · FP32_NOISE: it bounds where a value
+    # that cancelled to near zero may sit.
+    window = TIE_WINDOW * midpoint.abs() + torch.finfo(q.dtype).max * FP32_NOISE
+    far = checked & ((exact - midpoint).abs() > window)
+    if far.any():
+        r, c = far.nonzero()[0].tolist()
+        raise AssertionError(
+            f"q: code {q[rows[r], c].item()} against the reference's {rq[rows[r], c].item()} at row {rows[r].item()}, column {c}: "
+            f"the exact quotient {exact[r, c].item()!r} is not at their rounding midpoint"
+        )
+    return checked.sum().item()
+
+
+def exact_quotient(module, inputs):
+    """Rows -> the float64 oracle's unrounded fp8 quotient of those rows (the chain is row-independent)."""
+    spec = _spec_of(module)
+    named = {s.name: t for s, t in zip(module.INPUTS, inputs)}
+
+    def of_rows(rows: torch.Tensor) -> torch.Tensor:
+        per_row = {s.name for s in module.INPUTS if s.shape[0] == "m"}
+        selected = {name: (t.cpu()[rows] if name in per_row else t.cpu()) for name, t in named.items()}
+        return oracle.run_chain(spec, selected)["q_unrounded"]
+
+    return of_rows
 
 
 def run_and_compare(module, tokens: int, seed: int | None = None) -> None:
@@ -163,7 +208,7 @@ def run_and_compare(module, tokens: int, seed: int | None = None) -> None:
     module.kernel(*inputs, out=module.Outputs(*outputs))
     torch.cuda.synchronize()
     reference = module.reference(*inputs)
-    compare(module, outputs, reference, _spec_of(module)["dtype"])
+    compare(module, outputs, reference, _spec_of(module)["dtype"], exact_quotient(module, inputs))
 
 
 def check_module(package: str, tokens: int) -> None:

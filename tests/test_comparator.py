@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fusegen import testing
+from fusegen.spec import KernelSpec
 
 FP8 = torch.float8_e5m2
 MODULE = SimpleNamespace(OUTPUTS=[SimpleNamespace(name="q"), SimpleNamespace(name="scale")])
@@ -55,3 +56,74 @@ def test_many_one_step_differences_fail():
     kernel = values * (1 + 2.0**-3)  # about half a code everywhere: far more than 1e-3 of codes move
     with pytest.raises(AssertionError):
         compare(values, kernel)
+
+
+E4M3 = torch.float8_e4m3fn
+
+
+def tie_heavy_row():
+    """Scaled values (scale 1) whose row 1 holds twelve exact midpoints between e4m3 codes 1.0 and 1.125:
+    round-to-nearest-even gives 1.0; a kernel an fp32 ulp above gives 1.125. 12 of 8192 codes exceeds
+    MAX_CODE_MISMATCH on its own."""
+    values = torch.rand(4, 2048, generator=torch.Generator().manual_seed(int(torch.randint(1 << 30, ())))) * 400 - 200
+    values[:, 0] = 448.0
+    values[1, 10:22] = 1.0625
+    kernel_codes = values.to(E4M3)
+    kernel_codes[1, 10:22] = torch.tensor(1.125).to(E4M3)
+    return values, kernel_codes
+
+
+def compare_codes(values, kernel_codes, exact) -> None:
+    scale = torch.ones(values.shape[0], 1)
+    testing.compare(MODULE, [kernel_codes, scale], [values.to(E4M3), scale.clone()], "float16", exact)
+
+
+def test_codes_that_differ_at_a_rounding_tie_of_the_exact_quotient_pass():
+    values, kernel_codes = tie_heavy_row()
+    with pytest.raises(AssertionError, match="not at a rounding tie"):
+        compare_codes(values, kernel_codes, None)
+    compare_codes(values, kernel_codes, lambda rows: values[rows].double())
+
+
+def test_a_differing_code_whose_exact_quotient_is_not_at_the_midpoint_fails():
+    values, kernel_codes = tie_heavy_row()
+    exact = values.double()
+    exact[1, 15] = 1.02  # rounds to 1.0 without doubt: a kernel giving 1.125 is wrong
+    with pytest.raises(AssertionError, match="not at their rounding midpoint"):
+        compare_codes(values, kernel_codes, lambda rows: exact[rows])
+
+
+def test_exact_quotient_of_selected_rows_is_the_oracle_of_those_rows(tmp_path):
+    spec = {"name": "tie_rows", "dtype": "bfloat16", "hidden": 512,
+            "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}]}
+    module = testing.build_variant(KernelSpec.model_validate(spec), tmp_path)
+    inputs = testing.random_inputs(module, 9, torch.Generator().manual_seed(3), device="cpu")
+    exact = testing.exact_quotient(module, inputs)
+    whole = exact(torch.arange(9))
+    rows = torch.tensor([7, 2])
+    assert torch.equal(exact(rows), whole[rows])
+
+
+def joint_kernel_emulation(module, inputs, bias=1.0):
+    """The joint-reduction kernel's arithmetic in torch fp32 (another summation order, x·w through RoPE,
+    the amax before rstd, one factor rstd·(1/scale)): what the H200 ran for the stream case."""
+    x, w, cos, sin = (t.float() for t in inputs)
+    v = x * w
+    rstd = torch.rsqrt((x**2).flip(1).sum(1, keepdim=True) / x.shape[1] + 1e-6)
+    a, b = v[:, -64:-32].clone(), v[:, -32:].clone()
+    v[:, -64:-32], v[:, -32:] = a * cos - b * sin, b * cos + a * sin
+    scale = (v.abs().amax(1, keepdim=True) * rstd).clamp_min(1e-10) / 448.0
+    return [(v * (rstd * (1.0 / scale)) * bias).to(E4M3), scale]
+
+
+@pytest.mark.parametrize("seed", [28, None, None, None])  # 28: 2.7e-3 of one row's codes at ties
+def test_the_joint_kernels_rounding_ties_pass_and_a_bias_of_one_percent_fails(seed, tmp_path):
+    spec = {"name": "joint_ties", "dtype": "bfloat16", "hidden": 7168, "outputs": {"y": False},
+            "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}]}
+    module = testing.build_variant(KernelSpec.model_validate(spec), tmp_path)
+    seed = seed if seed is not None else int(torch.randint(1 << 30, ()))
+    inputs = testing.random_inputs(module, 1, torch.Generator().manual_seed(seed), device="cpu")
+    exact = testing.exact_quotient(module, inputs)
+    testing.compare(module, joint_kernel_emulation(module, inputs), list(module.reference(*inputs)), "bfloat16", exact)
+    with pytest.raises(AssertionError, match="not at their rounding midpoint"):
+        testing.compare(module, joint_kernel_emulation(module, inputs, bias=1 + 2**-7), list(module.reference(*inputs)), "bfloat16", exact)

@@ -11,7 +11,7 @@ import torch
 from fusegen.spec import KernelSpec
 from fusegen.testing import build_variant, random_inputs
 
-import oracle
+from fusegen import oracle
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
