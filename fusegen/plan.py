@@ -213,14 +213,12 @@ SM_SHARED_BYTES = 227 * 1024
 MAX_BLOCKS_PER_SM = 16
 # A row's fp32 values plus indexing: fewer registers per thread than this must spill.
 REGISTERS_BESIDE_ROW = 32
-
-
 RING_SLOT_CHOICES = (2, 3, 4)
 # One row in flight while one is reduced; measured against deeper rings by `fusegen tune`.
 DEFAULT_RING_SLOTS = 2
 
 
-def stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
+def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
     """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
     layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
     per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
@@ -240,7 +238,7 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
     slots = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES) or DEFAULT_RING_SLOTS
-    ring = stream_ring_bytes(spec, schedule, side_inputs, slots)
+    ring = _stream_ring_bytes(spec, schedule, side_inputs, slots)
     if ring > SHARED_BYTES_LIMIT:
         key = "schedule.ring_slots" if spec.schedule.ring_slots != "auto" else "schedule.variant"
         raise ChainError(
@@ -399,8 +397,9 @@ def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[St
 
 
 def _joint_reduction_possible(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
-    """Whether the chain's first and last stage can share one exchange (ops.JointReduction): a fragment
-    schedule, both ends able to split their reduction, and only linear ops between them."""
+    """Whether the chain's first and last stage can share one exchange (ops.JointReduction): a schedule
+    that builds the row from the ops' fragments, both ends able to split their reduction, and only
+    linear ops between them."""
     if not schedule.builds_row or len(stages) < 2:
         return False
     ends = [(REGISTRY[stage.kind].joint, stage) for stage in (stages[0], stages[-1])]

@@ -53,6 +53,8 @@ MAX_CODE_MISMATCH = 1e-3
 TIE_WINDOW = 2.0**-17
 # Rows whose mismatching codes are checked against the float64 oracle (it runs on the CPU).
 TIE_ROWS_CHECKED = 64
+# The error of an fp32 chain of a few operations, as a fraction of its largest operands' magnitude.
+FP32_NOISE = 2.0**-20
 SEED_SMALL = {"tokens": 8, "hidden": 256, "rope_dim": 32}
 SPEC_SHAPE_TOKENS = (3, 4096)
 
@@ -109,10 +111,6 @@ def poisoned_outputs(module, tokens: int, device="cuda") -> list[torch.Tensor]:
         shape = tuple(tokens if d == "m" else d for d in spec.shape)
         results.append(torch.full(shape, float("nan"), dtype=torch.float32, device=device).to(spec.dtype))
     return results
-
-
-# The relative error of an fp32 chain of a few operations, as a fraction of its operands' magnitude.
-FP32_NOISE = 2.0**-20
 
 
 def _fp8_code_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -192,9 +190,9 @@ def exact_quotient(module, inputs):
     """Rows -> the float64 oracle's unrounded fp8 quotient of those rows (the chain is row-independent)."""
     spec = _spec_of(module)
     named = {s.name: t for s, t in zip(module.INPUTS, inputs)}
+    per_row = {s.name for s in module.INPUTS if s.shape[0] == "m"}
 
     def of_rows(rows: torch.Tensor) -> torch.Tensor:
-        per_row = {s.name for s in module.INPUTS if s.shape[0] == "m"}
         selected = {name: (t.cpu()[rows] if name in per_row else t.cpu()) for name, t in named.items()}
         return oracle.run_chain(spec, selected)["q_unrounded"]
 

@@ -2,10 +2,11 @@
 winners in the tuning file that `fusegen build` reads.
 
 A candidate is the spec with concrete schedule hints (variant × threads × block_m × prefetch × joint
-reduction × blocks per SM over what the spec leaves "auto"). Each one must compile, pass every CUDA check — so a replicated row layout, the silent
-5–16× slow case, can never be chosen — and match its reference on fresh random inputs before it is
-timed (CUDA-graph replays, inputs rotated past L2, as `fusegen bench` times). A candidate replaces the
-planner's own choice only when it is faster by more than MARGIN, so noise does not churn the file.
+reduction × blocks per SM × ring slots over what the spec leaves "auto"). Each one must compile, pass
+every CUDA check — so a replicated row layout, the silent 5–16× slow case, can never be chosen — and
+match its reference on fresh random inputs before it is timed (CUDA-graph replays, inputs rotated past
+L2, as `fusegen bench` times). A candidate replaces the planner's own choice only when it is faster by
+more than MARGIN, so noise does not churn the file.
 """
 from __future__ import annotations
 
