@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
@@ -25,6 +27,17 @@ def cuda_sources(module) -> list[str]:
 
 def cuda_sources_of_file(kernel_py: Path) -> list[str]:
     return cuda_sources(import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}"))
+
+
+def in_worker_processes(function, arguments: list[tuple], jobs: int) -> list:
+    """function(*args) for each tuple of arguments in spawned worker processes, results in order. TileLang
+    compiles are CPU-bound and each worker fills TileLang's disk cache, from which the calling process
+    then loads every program instead of compiling them one by one."""
+    if not arguments:
+        return []
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(arguments))), mp_context=context) as pool:
+        return list(pool.map(function, *zip(*arguments)))
 
 
 def import_package(directory: Path, package_name: str):

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import multiprocessing
 import os
 import statistics
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,17 +112,14 @@ def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:
 def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: Path, jobs: int) -> list[list]:
     """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
     modules per spec (rejected candidates marked)."""
+    from .compile import in_worker_processes
     from .testing import import_plan
 
     modules = [[import_plan(c.plan, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
     flat = [(module, candidate) for group, (_, found) in zip(modules, found_by_spec) for module, candidate in zip(group, found)]
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(flat))), mp_context=context) as pool:
-        verdicts = pool.map(
-            _compile_and_check, [str(Path(m.__file__).parent / "kernel.py") for m, _ in flat], [c.plan for _, c in flat]
-        )
-        for (_, candidate), verdict in zip(flat, verdicts):
-            candidate.rejected = verdict
+    verdicts = in_worker_processes(_compile_and_check, [(str(Path(m.__file__).parent / "kernel.py"), c.plan) for m, c in flat], jobs)
+    for (_, candidate), verdict in zip(flat, verdicts):
+        candidate.rejected = verdict
     return modules
 
 

@@ -409,3 +409,13 @@ def test_build_from_another_directory_removes_no_other_kernel(work):
     assert kernel_dirs(out) == KERNEL_NAMES
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] == "rms_norm.toml"
     assert_consistent(out)
+
+
+def test_worker_processes_compile_what_build_committed():
+    """bench and tune compile in spawned workers before timing; a worker's CUDA is the committed kernel.cu's."""
+    from fusegen.compile import cuda_sources_of_file, in_worker_processes
+    from fusegen.emit import program_sources
+
+    kernel_dir = REPO / "generated" / "rms_norm_rope_quant_fp8_only"
+    [sources] = in_worker_processes(cuda_sources_of_file, [(kernel_dir / "kernel.py",)], 2)
+    assert sources == program_sources((kernel_dir / "kernel.cu").read_text())
