@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from .model import Layout
 
 
+# The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
+# that scope too, and a kernel name never starts with an underscore.
+STREAM_GRID = "_grid"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 
@@ -153,8 +156,9 @@ class KernelFrame:
             return "token"
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
 
-    def stream_rows(self, x_dtype: str, per_token, grid: int, blocks_per_sm: int, slots: int) -> list[str]:
-        """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, …; while
+    def stream_rows(self, x_dtype: str, per_token, blocks_per_sm: int, slots: int) -> list[str]:
+        """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
+        STREAM_GRID); while
         one row is reduced the next slots − 1 rows' cp.async copies (X and, prefetched, the per-token side
         inputs: plan Tensors) fill the other slots of a shared ring. Every row commits the same number
         of cp.async groups (empty ones past the last token), so waiting for all but the newest
@@ -172,7 +176,7 @@ class KernelFrame:
         load = "x_ring[slot, j]"
         if self.layout.pads_columns:
             load = f'T.if_then_else(j < {self.hidden}, T.cast({load}, "float32"), 0.0)'
-        ahead = slots - 1
+        ahead, grid = slots - 1, STREAM_GRID
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
@@ -180,11 +184,11 @@ class KernelFrame:
             *(f'{ring} = T.alloc_shared(({slots}, {width}), "float32")' for _, ring, width in rings[1:]),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
-            *(line for k in range(1, ahead) for line in fetch(f"block + {k * grid}", str(k), guarded=True)),
+            *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
             f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
             f"    token = block + step * {grid}",
             f"    slot = step % {slots}",
-            *indent(fetch(f"token + {ahead * grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
+            *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
             f"    T.ptx_wait_group({ahead * len(rings)})",
             f"    for i, j in T.Parallel(1, {self.columns}):",
             f"        row[i, j] = {load}",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .codegen import KernelFrame, indent
+from .codegen import STREAM_GRID, KernelFrame, indent
 from .model import TORCH_DTYPE, Plan, Route, Schedule, Tensor
 from .ops import REGISTRY
 from .plan import plan_as_dict
@@ -45,7 +45,7 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     if streamed:
         per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))
-        lines += frame.stream_rows(plan.dtype, per_token, schedule.stream_blocks, schedule.blocks_per_sm, schedule.ring_slots)
+        lines += frame.stream_rows(plan.dtype, per_token, schedule.blocks_per_sm, schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
     return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
 
@@ -138,10 +138,12 @@ def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
     s = route.schedule
     signature = [f'{t.param}: T.Tensor({_shape(t, m)}, "{t.dtype}"),' for t in (*plan.inputs, *plan.outputs)]
     token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
+    grid_line = [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"] if s.variant == "stream" else []
     return [
         f"def program_{index}():",
         f'    """The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."""',
         token_line,
+        *grid_line,
         "",
         "    @T.prim_func",
         f"    def {plan.name}(",
@@ -160,7 +162,7 @@ def _grid(plan: Plan, s: Schedule) -> str:
     if s.variant != "stream":
         return f"T.ceildiv({_tokens_symbol(plan)}, {s.block_m})"
     # Never more blocks than tokens: every block owns at least its first row.
-    return str(min(plan.tokens, s.stream_blocks)) if plan.tokens else f"T.min(m, {s.stream_blocks})"
+    return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 
 
 def kernel_module(plan: Plan) -> str:
@@ -173,6 +175,8 @@ def kernel_module(plan: Plan) -> str:
         "import torch",
         "",
         "from fusegen.runtime import Launcher, TensorSpec, output_tuple",
+        # Underscored: the program's scope also holds the prim_func named after the kernel.
+        *(["from fusegen.runtime import sm_count as _sm_count"] if any(r.schedule.variant == "stream" for r in plan.routes) else []),
         "",
         f'NAME = "{plan.name}"',
         f'IDENTITY = "{plan.identity}"',

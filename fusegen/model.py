@@ -90,6 +90,10 @@ class Layout:
         return self.padded_hidden != self.hidden
 
 
+# The SM count of the H100 SXM and the H200. A stream kernel's grid is sized from the SMs of the GPU its
+# program compiles on (runtime.sm_count); this is the count where none is visible (the build machine,
+# whose kernel.cu shows that grid).
+HOPPER_SMS = 132
 # Variants whose chain runs on a row held in registers, built from the ops' fragments; the others
 # (naive, splitk) are whole-kernel variants of a single op.
 ROW_VARIANTS = ("fragment", "stream")
@@ -110,7 +114,6 @@ class Schedule:
     register_estimate: int
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream: resident blocks per SM, the launch bound
-    stream_blocks: int | None = None  # stream: the persistent grid, blocks_per_sm × the SM count
     ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
 
     @property

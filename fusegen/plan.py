@@ -8,7 +8,7 @@ from dataclasses import asdict, replace
 
 from . import __version__
 from .errors import ChainError
-from .model import DTYPE_BYTES, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor
 from .ops import REGISTRY
 from .spec import KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
@@ -202,10 +202,6 @@ def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tens
     )
 
 
-# The SM count of the H100 SXM and the H200, which the persistent grid of the stream variant is sized
-# for. Kernels are compiled ahead of time for sm_90a; on a GPU with fewer SMs the grid runs in more
-# than one wave: still correct, only no longer one wave of resident blocks.
-STREAM_SMS = 132
 # Per SM: the register file (32-bit registers), the most resident threads, shared memory for blocks.
 SM_REGISTERS = 65536
 SM_THREADS = 2048
@@ -267,12 +263,12 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
         blocks, why = comfortable[-1], f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
     reason = (
-        f"persistent grid of {blocks} blocks per SM × {STREAM_SMS} SMs ({why}); each block streams every "
-        f"{blocks * STREAM_SMS}th row through a {slots}-slot {ring}-byte shared-memory ring, the next {slots - 1} row(s)' "
-        "cp.async in flight while the current one is reduced"
+        f"persistent grid of {blocks} blocks per SM × the SMs of the GPU it compiles on ({why}; {blocks * HOPPER_SMS} "
+        f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "
+        f"shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
     )
     return replace(
-        schedule, blocks_per_sm=blocks, stream_blocks=blocks * STREAM_SMS, ring_slots=slots, reasons=schedule.reasons + (reason,)
+        schedule, blocks_per_sm=blocks, ring_slots=slots, reasons=schedule.reasons + (reason,)
     )
 
 

@@ -12,12 +12,22 @@ from typing import NamedTuple
 
 import torch
 
+from .model import HOPPER_SMS
+
 # Vector loads of 16 bytes need every row to start on a 16-byte boundary.
 ALIGNMENT = 16
 # A kernel's shared scratch is a few hundred bytes (per-warp partials, the RoPE span, cos/sin); letting
 # TileLang overlay those buffers saves nothing and costs a write-after-read barrier wherever one
 # buffer's last read precedes the next one's first write: two of five barriers per row in the fp8 chain.
 PASS_CONFIGS = {"tl.disable_shared_memory_reuse": True}
+
+
+def sm_count() -> int:
+    """SMs of the current CUDA device: a stream program sizes its persistent grid from it when it is built
+    (one wave of resident blocks on any Hopper part); HOPPER_SMS where no GPU is visible."""
+    if not torch.cuda.is_available():
+        return HOPPER_SMS
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
 def compile_program(program, target):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fusegen import testing
 from fusegen.plan import plan
+from fusegen.runtime import sm_count
 from fusegen.spec import KernelSpec
 
 root = Path(__file__).resolve().parent.parent
@@ -32,7 +33,8 @@ for name in sorted({**CASES, **PENDING_GPU_CASES}):
     schedule = plan(spec, name).routes[0].schedule
     if schedule.variant != "stream":
         continue
-    tokens = spec.tokens or 2 * schedule.stream_blocks + 3
+    grid = schedule.blocks_per_sm * sm_count()
+    tokens = spec.tokens or 2 * grid + 3
     testing.run_and_compare(testing.build_variant(spec, scratch / name), tokens)
-    print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, schedule.stream_blocks)} blocks, matched the reference", flush=True)
+    print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, grid)} blocks, matched the reference", flush=True)
 sys.exit(0)

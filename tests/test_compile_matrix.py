@@ -30,3 +30,24 @@ def test_case_compiles_with_clean_cuda(name, scratch):
 def test_routed_programs_each_compile_with_clean_cuda(name, scratch):
     failures = cuda_check_failures(KernelSpec.model_validate(spec_for(name)), scratch / "routed", ROUTED)
     assert not failures, failures
+
+
+
+def test_stream_grid_is_sized_from_the_gpu_it_is_built_on(scratch, monkeypatch):
+    """A persistent grid sized for 132 SMs would run in two waves on a Hopper part with fewer (H100 PCIe:
+    114): the program reads the SM count when it is built."""
+    import sys
+
+    from fusegen.compile import cuda_sources
+    from fusegen.plan import plan
+    from fusegen.testing import build_variant
+
+    spec = KernelSpec.model_validate({**spec_for("stream_fp8_only"), "name": "stream_on_114_sms"})
+    blocks_per_sm = plan(spec, "x").routes[0].schedule.blocks_per_sm
+    kernel_module = sys.modules[build_variant(spec, scratch / "sms").__name__ + ".kernel"]
+    monkeypatch.setattr(kernel_module, "_sm_count", lambda: 114)
+    [source] = cuda_sources(kernel_module)
+    grid = blocks_per_sm * 114
+    # The block loop strides by the grid, and no trace of the 132-SM grid is left.
+    assert f"/ {grid})" in source and f"{grid - 1})" in source
+    assert str(blocks_per_sm * 132) not in source

@@ -14,7 +14,7 @@ program_2, tokens 1025+: stream, 128 threads, 16-byte vectors, 1 row(s) per bloc
   - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
   - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row
-  - persistent grid of 5 blocks per SM × 132 SMs (as the blocks_per_sm hint asks); each block streams every 660th row through a 2-slot 16896-byte shared-memory ring, the next 1 row(s)' cp.async in flight while the current one is reduced
+  - persistent grid of 5 blocks per SM × the SMs of the GPU it compiles on (as the blocks_per_sm hint asks; 660 blocks on an H100 SXM or H200); each block takes every grid-th row through a 2-slot 16896-byte shared-memory ring, the next 1 row(s)' cp.async in flight while the current one is reduced
   - the norm's sum of squares and the per-token amax cross the warps in one exchange (one barrier per row, not two): the norm hands on x·w, RoPE is linear, the amax is taken before rstd is applied and scaled by it after; exact, as rounding is monotonic
   - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
   - op[2] per-token amax reduces the whole row
@@ -32,6 +32,7 @@ import tilelang.language as T
 import torch
 
 from fusegen.runtime import Launcher, TensorSpec, output_tuple
+from fusegen.runtime import sm_count as _sm_count
 
 NAME = "rms_norm_rope_quant_fp8_only"
 IDENTITY = "rms_norm_rope_quant_fp8_only-7f883c72e7dc"
@@ -218,6 +219,7 @@ def program_1():
 def program_2():
     """The TileLang program (a T.prim_func) for tokens 1025+, before compilation."""
     m = T.dynamic("m")
+    _grid = 5 * _sm_count()  # blocks per SM × the SMs of the GPU this is built on
 
     @T.prim_func
     def rms_norm_rope_quant_fp8_only(
@@ -228,7 +230,7 @@ def program_2():
         Q: T.Tensor((m, 4096), "float8_e4m3fn"),
         Scale: T.Tensor((m, 1), "float32"),
     ):
-        with T.Kernel(T.min(m, 660), threads=128) as block:
+        with T.Kernel(T.min(m, _grid), threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             weight_staged = T.alloc_fragment((4096,), "float16")
@@ -242,13 +244,13 @@ def program_2():
             T.async_copy(X[block, 0:4096], x_ring[0, 0:4096])
             T.async_copy(Cos[block, 0:32], cos_staged[0, 0:32])
             T.async_copy(Sin[block, 0:32], sin_staged[0, 0:32])
-            for step in T.serial(T.ceildiv(m - block, 660)):
-                token = block + step * 660
+            for step in T.serial(T.ceildiv(m - block, _grid)):
+                token = block + step * _grid
                 slot = step % 2
-                if token + 660 < m:
-                    T.async_copy(X[token + 660, 0:4096], x_ring[(step + 1) % 2, 0:4096])
-                    T.async_copy(Cos[token + 660, 0:32], cos_staged[(step + 1) % 2, 0:32])
-                    T.async_copy(Sin[token + 660, 0:32], sin_staged[(step + 1) % 2, 0:32])
+                if token + 1 * _grid < m:
+                    T.async_copy(X[token + 1 * _grid, 0:4096], x_ring[(step + 1) % 2, 0:4096])
+                    T.async_copy(Cos[token + 1 * _grid, 0:32], cos_staged[(step + 1) % 2, 0:32])
+                    T.async_copy(Sin[token + 1 * _grid, 0:32], sin_staged[(step + 1) % 2, 0:32])
                 else:
                     T.ptx_commit_group()
                     T.ptx_commit_group()
