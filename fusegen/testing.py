@@ -193,7 +193,7 @@ def exact_quotient(module, inputs):
     per_row = {s.name for s in module.INPUTS if s.shape[0] == "m"}
 
     def of_rows(rows: torch.Tensor) -> torch.Tensor:
-        selected = {name: (t.cpu()[rows] if name in per_row else t.cpu()) for name, t in named.items()}
+        selected = {name: (t[rows.to(t.device)] if name in per_row else t).cpu() for name, t in named.items()}
         return oracle.run_chain(spec, selected)["q_unrounded"]
 
     return of_rows
