@@ -30,11 +30,12 @@ if "--stream-only" not in sys.argv:
 scratch = Path(tempfile.mkdtemp(prefix="fusegen-sanitize-"))
 for name in sorted({**CASES, **PENDING_GPU_CASES}):
     spec = KernelSpec.model_validate(spec_for(name))
-    schedule = plan(spec, name).routes[0].schedule
+    planned = plan(spec, name)
+    schedule = planned.routes[0].schedule
     if schedule.variant != "stream":
         continue
     grid = schedule.blocks_per_sm * sm_count()
     tokens = spec.tokens or 2 * grid + 3
-    testing.run_and_compare(testing.build_variant(spec, scratch / name), tokens)
+    testing.run_and_compare(testing.import_plan(planned, scratch / name), tokens)
     print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, grid)} blocks, matched the reference", flush=True)
 sys.exit(0)

@@ -40,11 +40,11 @@ def test_stream_grid_is_sized_from_the_gpu_it_is_built_on(scratch, monkeypatch):
 
     from fusegen.compile import cuda_sources
     from fusegen.plan import plan
-    from fusegen.testing import build_variant
+    from fusegen.testing import import_plan
 
-    spec = KernelSpec.model_validate({**spec_for("stream_fp8_only"), "name": "stream_on_114_sms"})
-    blocks_per_sm = plan(spec, "x").routes[0].schedule.blocks_per_sm
-    kernel_module = sys.modules[build_variant(spec, scratch / "sms").__name__ + ".kernel"]
+    planned = plan(KernelSpec.model_validate({**spec_for("stream_fp8_only"), "name": "stream_on_114_sms"}), "x")
+    blocks_per_sm = planned.routes[0].schedule.blocks_per_sm
+    kernel_module = sys.modules[import_plan(planned, scratch / "sms").__name__ + ".kernel"]
     monkeypatch.setattr(kernel_module, "_sm_count", lambda: 114)
     [source] = cuda_sources(kernel_module)
     grid = blocks_per_sm * 114
