@@ -19,87 +19,108 @@
 
 extern "C" __global__ void rms_norm_splitk_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m);
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_splitk_kernel(const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
-  float rstd[1];
-  float chunk[8];
   float sumsq_terms[8];
-  float partial[1];
-  extern __shared__ __align__(1024) float workspace[];
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
+  float chunk[8];
+  float sumsq_lanes[1];
+  float sumsq_thread[1];
+  extern __shared__ __align__(1024) float sumsq_warps[];
+  float rstd[1];
+  #pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float broadcast_var = 0x0p+0f/*0.000000e+00*/;
+    *(float4*)(sumsq_terms + (i * 4)) = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
+  }
+  #pragma unroll
   for (int k = 0; k < 4; ++k) {
     {
       half_t X_local_cast[8];
       *(uint4*)(X_local_cast + 0) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)k) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
-      for (int i = 0; i < 2; ++i) {
+      for (int i_1 = 0; i_1 < 2; ++i_1) {
         float4 __1;
-        uint2 v_ = *(uint2*)(X_local_cast + (i * 4));
+        uint2 v_ = *(uint2*)(X_local_cast + (i_1 * 4));
         ((float2*)(&__1))[0] = __half22float2(((half2*)(&v_))[0]);
         ((float2*)(&__1))[1] = __half22float2(((half2*)(&v_))[1]);
-        *(float4*)(chunk + (i * 4)) = __1;
+        *(float4*)(chunk + (i_1 * 4)) = __1;
       }
     }
     #pragma unroll
-    for (int i_1 = 0; i_1 < 2; ++i_1) {
+    for (int i_2 = 0; i_2 < 2; ++i_2) {
       float4 __2;
-        float4 v__1 = *(float4*)(chunk + (i_1 * 4));
-        __2.x = (v__1.x*v__1.x);
-        __2.y = (v__1.y*v__1.y);
-        __2.z = (v__1.z*v__1.z);
-        __2.w = (v__1.w*v__1.w);
-      *(float4*)(sumsq_terms + (i_1 * 4)) = __2;
+        float4 v__1 = *(float4*)(sumsq_terms + (i_2 * 4));
+        float4 __3;
+          float4 v__2 = *(float4*)(chunk + (i_2 * 4));
+          __3.x = (v__2.x*v__2.x);
+          __3.y = (v__2.y*v__2.y);
+          __3.z = (v__2.z*v__2.z);
+          __3.w = (v__2.w*v__2.w);
+        __2.x = (v__1.x+__3.x);
+        __2.y = (v__1.y+__3.y);
+        __2.z = (v__1.z+__3.z);
+        __2.w = (v__1.w+__3.w);
+      *(float4*)(sumsq_terms + (i_2 * 4)) = __2;
     }
-    partial[0] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv = 0; rv < 8; ++rv) {
-      partial[0] = (partial[0] + sumsq_terms[rv]);
-    }
-    __syncthreads();
-    partial[0] = tl::AllReduce<tl::SumOp, 128, 1, 0, tl::NamedBarrier<128>>::run(partial[0], (&(workspace[0])));
-    rstd[0] = (rstd[0] + partial[0]);
+  }
+  sumsq_lanes[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv = 0; rv < 8; ++rv) {
+    sumsq_lanes[0] = (sumsq_lanes[0] + sumsq_terms[rv]);
+  }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
+  sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[0]);
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if ((((int)threadIdx.x) % 32) == 0) {
+    sumsq_warps[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = sumsq_warps[0];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + sumsq_warps[w]);
   }
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  #pragma unroll
   for (int k_1 = 0; k_1 < 4; ++k_1) {
     {
       half_t X_local_cast_1[8];
       *(uint4*)(X_local_cast_1 + 0) = *(uint4*)(X + ((((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)) + (int64_t)3072) - (((int64_t)k_1) * (int64_t)1024)));
-      for (int i_2 = 0; i_2 < 2; ++i_2) {
-        float4 __3;
-        uint2 v__2 = *(uint2*)(X_local_cast_1 + (i_2 * 4));
-        ((float2*)(&__3))[0] = __half22float2(((half2*)(&v__2))[0]);
-        ((float2*)(&__3))[1] = __half22float2(((half2*)(&v__2))[1]);
-        *(float4*)(chunk + (i_2 * 4)) = __3;
+      for (int i_3 = 0; i_3 < 2; ++i_3) {
+        float4 __4;
+        uint2 v__3 = *(uint2*)(X_local_cast_1 + (i_3 * 4));
+        ((float2*)(&__4))[0] = __half22float2(((half2*)(&v__3))[0]);
+        ((float2*)(&__4))[1] = __half22float2(((half2*)(&v__3))[1]);
+        *(float4*)(chunk + (i_3 * 4)) = __4;
       }
     }
     {
       half_t Weight_local_cast_2[8];
       *(uint4*)(Weight_local_cast_2 + 0) = *(uint4*)(Weight + (((((int)threadIdx.x) * 8) + 3072) - (k_1 * 1024)));
-      for (int i_3 = 0; i_3 < 2; ++i_3) {
-        float4 __4;
-          float4 __5;
-            float4 v__3 = *(float4*)(chunk + (i_3 * 4));
-            float4 v__4 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
-            __5.x = (v__3.x*v__4.x);
-            __5.y = (v__3.y*v__4.y);
-            __5.z = (v__3.z*v__4.z);
-            __5.w = (v__3.w*v__4.w);
+      for (int i_4 = 0; i_4 < 2; ++i_4) {
+        float4 __5;
           float4 __6;
-          uint2 v__5 = *(uint2*)(Weight_local_cast_2 + (i_3 * 4));
-          ((float2*)(&__6))[0] = __half22float2(((half2*)(&v__5))[0]);
-          ((float2*)(&__6))[1] = __half22float2(((half2*)(&v__5))[1]);
-          __4.x = (__5.x*__6.x);
-          __4.y = (__5.y*__6.y);
-          __4.z = (__5.z*__6.z);
-          __4.w = (__5.w*__6.w);
-        *(float4*)(chunk + (i_3 * 4)) = __4;
+            float4 v__4 = *(float4*)(chunk + (i_4 * 4));
+            float4 v__5 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
+            __6.x = (v__4.x*v__5.x);
+            __6.y = (v__4.y*v__5.y);
+            __6.z = (v__4.z*v__5.z);
+            __6.w = (v__4.w*v__5.w);
+          float4 __7;
+          uint2 v__6 = *(uint2*)(Weight_local_cast_2 + (i_4 * 4));
+          ((float2*)(&__7))[0] = __half22float2(((half2*)(&v__6))[0]);
+          ((float2*)(&__7))[1] = __half22float2(((half2*)(&v__6))[1]);
+          __5.x = (__6.x*__7.x);
+          __5.y = (__6.y*__7.y);
+          __5.z = (__6.z*__7.z);
+          __5.w = (__6.w*__7.w);
+        *(float4*)(chunk + (i_4 * 4)) = __5;
       }
     }
     {
       half_t Y_local_cast_3[8];
-      for (int i_4 = 0; i_4 < 2; ++i_4) {
-        uint2 __7;
-        float4 v__6 = *(float4*)(chunk + (i_4 * 4));
-        ((half2*)(&__7))[0] = __float22half2_rn(((float2*)(&v__6))[0]);
-        ((half2*)(&__7))[1] = __float22half2_rn(((float2*)(&v__6))[1]);
-        *(uint2*)(Y_local_cast_3 + (i_4 * 4)) = __7;
+      for (int i_5 = 0; i_5 < 2; ++i_5) {
+        uint2 __8;
+        float4 v__7 = *(float4*)(chunk + (i_5 * 4));
+        ((half2*)(&__8))[0] = __float22half2_rn(((float2*)(&v__7))[0]);
+        ((half2*)(&__8))[1] = __float22half2_rn(((float2*)(&v__7))[1]);
+        *(uint2*)(Y_local_cast_3 + (i_5 * 4)) = __8;
       }
       *(uint4*)(Y + ((((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)) + (int64_t)3072) - (((int64_t)k_1) * (int64_t)1024))) = *(uint4*)(Y_local_cast_3 + 0);
     }

@@ -41,19 +41,30 @@ def program_0():
             chunk = T.alloc_fragment((1, 1024), "float32")
             T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
             sumsq_terms = T.alloc_fragment((1, 1024), "float32")
-            partial = T.alloc_fragment((1,), "float32")
+            T.annotate_layout({sumsq_terms: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
             rstd = T.alloc_fragment((1,), "float32")
-            T.clear(rstd)
-            for k in T.serial(4):
+            T.clear(sumsq_terms)
+            for k in T.unroll(4):
                 T.copy(X[block, k * 1024], chunk)
                 for i, j in T.Parallel(1, 1024):
-                    sumsq_terms[i, j] = chunk[i, j] * chunk[i, j]
-                T.reduce_sum(sumsq_terms, partial, dim=1)
-                for i in T.Parallel(1):
-                    rstd[i] = rstd[i] + partial[i]
+                    sumsq_terms[i, j] = sumsq_terms[i, j] + chunk[i, j] * chunk[i, j]
+            sumsq_lanes = T.alloc_fragment((1, 1, 128), "float32")
+            sumsq_thread = T.alloc_fragment((1, 128), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (1, 1, 128, 8)), sumsq_lanes, dim=3)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
+            for i, t in T.Parallel(1, 128):
+                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
+            sumsq_warps = T.alloc_shared((1, 1, 4), "float32")
+            for i, t in T.Parallel(1, 128):
+                if t % 32 == 0:
+                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
+            for i in T.Parallel(1):
+                rstd[i] = sumsq_warps[i, 0, 0]
+                for w in T.serial(1, 4):
+                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
-            for k in T.serial(4):
+            for k in T.unroll(4):
                 chunk_start = (4 - 1 - k) * 1024
                 T.copy(X[block, chunk_start], chunk)
                 for i, j in T.Parallel(1, 1024):
