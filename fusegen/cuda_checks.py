@@ -62,6 +62,23 @@ def _fragment_vector_store(source: str, fragment: str, what: str, expected_float
     return Check(what, ok, detail)
 
 
+def _rope_pairing(source: str, params: dict, vector_elems: int) -> Check:
+    if params["pairing"] == "shuffle":
+        # The planned distance among exactly the span's lanes; a wider mask would wait on lanes that
+        # never reach the shuffle, a narrower one reads undefined values.
+        shuffle = rf"__shfl_xor_sync\(\(uint\){params['lane_mask']}, [^;]*, {params['partner_lanes']}, 32\)"
+        found = len(re.findall(shuffle, source))
+        ok = found > 0 and "rope_span" not in source
+        return Check("RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart")
+    # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
+    span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
+    return Check(
+        "RoPE span accesses contiguous",
+        vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
+        f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
+    )
+
+
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
     """The checks of every program, each against the CUDA compiled from it."""
     programs = plan.programs
@@ -87,16 +104,9 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         checks.append(_fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", float_vector))
     if "layernorm" in kinds:
         checks.append(_fragment_vector_store(source, "centered_sq", "centred squares vectorized", float_vector))
-    if "rope" in kinds:
-        # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
-        span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
-        checks.append(
-            Check(
-                "RoPE span accesses contiguous",
-                s.vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
-                f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
-            )
-        )
+    for stage in route.stages:
+        if stage.kind == "rope":
+            checks.append(_rope_pairing(source, stage.params, s.vector_elems))
     if "quant_fp8" in kinds:
         paired = "__nv_cvt_float2_to_fp8x2" in source
         scalar = len(re.findall(r"__nv_cvt_float_to_fp8\(", source))

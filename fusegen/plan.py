@@ -344,7 +344,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     if tuned:
         measured = "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
         schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
-    context = chain_context(spec, schedule.block_m, schedule.layout(spec.hidden).padded_hidden)
+    context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = tuple(t for s in stages for t in s.inputs)
     schedule = _with_stream(spec, _with_prefetch(spec, schedule, side_inputs), side_inputs)

@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 
 from .errors import ChainError, SpecError, did_you_mean, shown
 from .locate import line_of
+from .model import Layout
 from .ops import RANK_NAMES, REGISTRY, ChainContext
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -141,13 +142,12 @@ def check_outputs(spec: KernelSpec) -> None:
         raise ChainError("outputs.y", "the kernel would write nothing: keep y = true or add an output")
 
 
-def chain_context(spec: KernelSpec, block_m: int = 1, padded_hidden: int | None = None) -> ChainContext:
+def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContext:
     return ChainContext(
         dtype=spec.dtype,
         hidden=spec.hidden,
-        block_m=block_m,
-        padded_hidden=padded_hidden or spec.hidden,
         outputs={"y": spec.writes_y, "mean": spec.outputs.mean, "rstd": spec.outputs.rstd},
+        layout=layout,
     )
 
 

@@ -98,7 +98,10 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES = {}
+PENDING_GPU_CASES = {
+    "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
+    "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

@@ -8,6 +8,8 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from ..model import Layout
+
 # Order a chain must follow: at most one op of each kind, in increasing rank. Normalising first,
 # rotating the normalised value, quantising last is the only order in which each stage's input is
 # what the next expects (quantised values cannot be normalised or rotated).
@@ -27,9 +29,16 @@ class ChainContext:
 
     dtype: str
     hidden: int
-    block_m: int
-    padded_hidden: int
     outputs: dict  # output name -> requested (bool)
+    layout: Layout | None = None  # how a block covers its rows; None while the spec is only validated
+
+    @property
+    def block_m(self) -> int:
+        return self.layout.block_m if self.layout else 1
+
+    @property
+    def padded_hidden(self) -> int:
+        return self.layout.padded_hidden if self.layout else self.hidden
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ from typing import Literal
 from pydantic import Field
 
 from ..codegen import KernelFrame
-from ..model import Dim, Scratch, Stage, Tensor
+from ..model import Dim, Layout, Scratch, Stage, Tensor
 from . import RANK_ROTATE, ChainContext, OpDef, OpSpec, register
+
+WARP_LANES = 32
 
 
 class RopeSpec(OpSpec):
@@ -41,24 +43,60 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     )
     params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style}
     start = span_start(params, ctx.hidden)
+    lanes = partner_lanes(params, ctx.layout)
+    if lanes is not None:
+        params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": lane_mask(params, ctx.layout, lanes)}
+        scratch = ()
+        decision = (
+            f"pairing: warp shuffle, partners {lanes} lanes apart. The span lies in one tile of the row layout, one vector "
+            "per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's "
+            "by __shfl_xor_sync among the span's lanes: no shared memory, no barrier."
+        )
+    else:
+        params |= {"pairing": "shared"}
+        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner"),)
+        decision = (
+            "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
+            "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
+            "vectors; a neox span across tiles, warps or unaligned lanes), and registers cannot be read across threads."
+        )
     return Stage(
         index=index,
         kind="rope",
         summary=f"RoPE({op.style}, {op.span} {op.rope_dim} columns [{start}, {start + op.rope_dim}))",
         params=params,
         inputs=cos_sin,
-        scratch=(
-            Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner"),
-        ),
-        decisions=(
-            "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). "
-            "Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: "
-            "possibly split by the vector layout), and registers cannot be read across threads. Loading the two "
-            "halves as separate fragments would put partners in one thread, but the rotated values must land "
-            "back in the row fragment's layout for the group amax and the stores, which needs the same shared "
-            "round trip, so it would add a second read of the span and save nothing.",
-        ),
+        scratch=scratch,
+        decisions=(decision,),
     )
+
+
+def partner_lanes(params: dict, layout: Layout | None) -> int | None:
+    """How many lanes apart neox partners sit when one warp shuffle can pair them; None otherwise.
+
+    The pinned row layout gives thread t `vector` contiguous columns of every threads·vector tile, so a
+    span inside one tile is held by consecutive threads, one vector each, at one register index, and
+    partners half a span apart are half/vector lanes apart. XOR by that distance pairs exactly the
+    partners when the distance is a power of two and the span's first thread a multiple of twice it; the
+    span's threads then also sit in one warp (twice the distance divides 32)."""
+    if layout is None or params["style"] != "neox":
+        return None
+    dim, vector = params["rope_dim"], layout.vector
+    tile = layout.threads * vector
+    start = span_start(params, layout.hidden)
+    if (dim // 2) % vector or start % vector or start % tile + dim > tile:
+        return None
+    lanes = dim // 2 // vector
+    first_thread = start % tile // vector
+    if lanes & (lanes - 1) or 2 * lanes > WARP_LANES or first_thread % (2 * lanes):
+        return None
+    return lanes
+
+
+def lane_mask(params: dict, layout: Layout, lanes: int) -> int:
+    """The span's lanes in their warp: the shuffle runs in a branch only they take."""
+    first_lane = span_start(params, layout.hidden) % (layout.threads * layout.vector) // layout.vector % WARP_LANES
+    return ((1 << 2 * lanes) - 1) << first_lane
 
 
 def accepts_layout(op: RopeSpec, hidden: int, vector: int, threads: int) -> bool:
@@ -85,12 +123,20 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     start = span_start(stage.params, frame.hidden)
     partner, pair = _pair_terms(stage.params["style"], dim // 2)
     cos, sin = frame.row_param("Cos", pair), frame.row_param("Sin", pair)
+    value = f"row[i, {start} + j]"
+    if stage.params["pairing"] == "shuffle":
+        # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
+        swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
+        return [
+            f"for i, j in T.Parallel({frame.bm}, {dim}):",
+            f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {dim // 2}, -1.0, 1.0) * {sin}",
+        ]
     return [
         f'rope_span = T.alloc_shared(({frame.bm}, {dim}), "float32")',
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
-        f"    rope_span[i, j] = row[i, {start} + j]",
+        f"    rope_span[i, j] = {value}",
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
-        f"    row[i, {start} + j] = rope_span[i, j] * {cos} + {partner} * {sin}",
+        f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
     ]
 
 

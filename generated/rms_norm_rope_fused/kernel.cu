@@ -21,9 +21,8 @@ extern "C" __global__ void rms_norm_rope_fused_kernel(const float* __restrict__ 
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 512));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
   float row[32];
   half_t weight_staged[32];
   float sumsq_terms[32];
@@ -105,60 +104,27 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
   }
   if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 960)) = *(float4*)(row + ((i_5 * 4) + 24));
-    }
-  }
-  __syncthreads();
-  if (120 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 960));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 124)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 928));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 992));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_6 * 4) + 24)) = __6;
+    for (int i_5 = 0; i_5 < 8; ++i_5) {
+      float condval;
+      if ((((int)threadIdx.x) < 124)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[(i_5 + 24)] = ((row[(i_5 + 24)] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_5 + 24)], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]));
     }
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 4; ++i_7) {
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
     half_t Y_local_cast_1[8];
     for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
-      uint2 __10;
-      float4 v__10 = *(float4*)(row + ((i_7 * 8) + (vec_1 * 4)));
-      ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
-      ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
-      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __10;
+      uint2 __6;
+      float4 v__5 = *(float4*)(row + ((i_6 * 8) + (vec_1 * 4)));
+      ((half2*)(&__6))[0] = __float22half2_rn(((float2*)(&v__5))[0]);
+      ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
+      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __6;
     }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
   }
 }
 
@@ -183,9 +149,8 @@ extern "C" __global__ void rms_norm_rope_fused_kernel(const float* __restrict__ 
 extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 512));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
   float row[8];
   half_t weight_staged[8];
   float sumsq_terms[8];
@@ -257,57 +222,24 @@ extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(
   }
   if (504 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_3 = 0; i_3 < 2; ++i_3) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_3 * 4)) - 4032)) = *(float4*)(row + (i_3 * 4));
-    }
-  }
-  __syncthreads();
-  if (504 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_4 = 0; i_4 < 2; ++i_4) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 4032));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_4 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 508)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 4000));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_4 * 4)) - 4064));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_4 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + (i_4 * 4)) = __6;
+    for (int i_3 = 0; i_3 < 8; ++i_3) {
+      float condval;
+      if ((((int)threadIdx.x) < 508)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[i_3] = ((row[i_3] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_3)]) + ((__shfl_xor_sync((uint)4278190080, row[i_3], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_3)]));
     }
   }
   {
     half_t Y_local_cast_1[8];
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      uint2 __10;
-      float4 v__10 = *(float4*)(row + (i_5 * 4));
-      ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
-      ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
-      *(uint2*)(Y_local_cast_1 + (i_5 * 4)) = __10;
+    for (int i_4 = 0; i_4 < 2; ++i_4) {
+      uint2 __6;
+      float4 v__5 = *(float4*)(row + (i_4 * 4));
+      ((half2*)(&__6))[0] = __float22half2_rn(((float2*)(&v__5))[0]);
+      ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
+      *(uint2*)(Y_local_cast_1 + (i_4 * 4)) = __6;
     }
     *(uint4*)(Y + ((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
   }

@@ -10,7 +10,7 @@ program_1, tokens 65–1024: fragment, 512 threads, 16-byte vectors, 1 row(s) pe
   - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
   - 512 threads × 8-element vectors (16 B) cover the row in 1 vector(s) per thread (8 fp32 values), as the threads hint asks
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
-  - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
+  - op[1] pairing: warp shuffle, partners 4 lanes apart. The span lies in one tile of the row layout, one vector per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's by __shfl_xor_sync among the span's lanes: no shared memory, no barrier.
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
@@ -85,11 +85,8 @@ def program_0():
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-            rope_span = T.alloc_shared((1, 64), "float32")
             for i, j in T.Parallel(1, 64):
-                rope_span[i, j] = row[i, 4032 + j]
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = rope_span[i, j] * cos_staged[i, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[i, j % 32]
+                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             T.copy(row, Y[block, 0])
 
     return rms_norm_rope_fused
@@ -145,11 +142,8 @@ def program_1():
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-            rope_span = T.alloc_shared((1, 64), "float32")
             for i, j in T.Parallel(1, 64):
-                rope_span[i, j] = row[i, 4032 + j]
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = rope_span[i, j] * cos_staged[i, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[i, j % 32]
+                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             T.copy(row, Y[block, 0])
 
     return rms_norm_rope_fused

@@ -23,10 +23,9 @@ extern "C" __global__ void rms_norm_rope_quant_fp8_only_kernel(const float* __re
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_only_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 400));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 528));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 144));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 272));
   float row[32];
   half_t weight_staged[32];
   float sumsq_terms[32];
@@ -113,55 +112,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   }
   if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 960)) = *(float4*)(row + ((i_5 * 4) + 24));
-    }
-  }
-  __syncthreads();
-  if (120 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 960));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 124)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 928));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 992));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_6 * 4) + 24)) = __6;
+    for (int i_5 = 0; i_5 < 8; ++i_5) {
+      float condval;
+      if ((((int)threadIdx.x) < 124)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[(i_5 + 24)] = ((row[(i_5 + 24)] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_5 + 24)], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]));
     }
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 4; ++i_7) {
-    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
+    row_amax_lanes[i_6] = 0x0p+0f/*0.000000e+00*/;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
+      row_amax_lanes[i_6] = max(row_amax_lanes[i_6], max(row[((i_6 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_6 * 8) + rv_2)])));
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -181,22 +147,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 8; ++i_8) {
-    fp8_e4_4_t __10;
-    float4 __11;
-      float4 v__10 = *(float4*)(row + (i_8 * 4));
-      float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __11.x = (v__10.x*v__11.x);
-      __11.y = (v__10.y*v__11.y);
-      __11.z = (v__10.z*v__11.z);
-      __11.w = (v__10.w*v__11.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __10;
+  for (int i_7 = 0; i_7 < 8; ++i_7) {
+    fp8_e4_4_t __6;
+    float4 __7;
+      float4 v__5 = *(float4*)(row + (i_7 * 4));
+      float4 v__6 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __7.x = (v__5.x*v__6.x);
+      __7.y = (v__5.y*v__6.y);
+      __7.z = (v__5.z*v__6.z);
+      __7.w = (v__5.w*v__6.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_7 * 4)) = __6;
   }
   #pragma unroll
-  for (int i_9 = 0; i_9 < 4; ++i_9) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
+  for (int i_8 = 0; i_8 < 4; ++i_8) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_8) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_8 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
@@ -226,10 +192,9 @@ extern "C" __global__ void rms_norm_rope_quant_fp8_only_kernel(const float* __re
 extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_only_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 416));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 544));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 160));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 288));
   float row[16];
   half_t weight_staged[16];
   float sumsq_terms[16];
@@ -316,55 +281,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   }
   if (248 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 1984)) = *(float4*)(row + ((i_5 * 4) + 8));
-    }
-  }
-  __syncthreads();
-  if (248 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 1984));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 252)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 1952));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 2016));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_6 * 4) + 8)) = __6;
+    for (int i_5 = 0; i_5 < 8; ++i_5) {
+      float condval;
+      if ((((int)threadIdx.x) < 252)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[(i_5 + 8)] = ((row[(i_5 + 8)] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_5 + 8)], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]));
     }
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 2; ++i_7) {
-    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_6 = 0; i_6 < 2; ++i_6) {
+    row_amax_lanes[i_6] = 0x0p+0f/*0.000000e+00*/;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
+      row_amax_lanes[i_6] = max(row_amax_lanes[i_6], max(row[((i_6 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_6 * 8) + rv_2)])));
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -384,22 +316,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 4; ++i_8) {
-    fp8_e4_4_t __10;
-    float4 __11;
-      float4 v__10 = *(float4*)(row + (i_8 * 4));
-      float4 v__11 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __11.x = (v__10.x*v__11.x);
-      __11.y = (v__10.y*v__11.y);
-      __11.z = (v__10.z*v__11.z);
-      __11.w = (v__10.w*v__11.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __10;
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    fp8_e4_4_t __6;
+    float4 __7;
+      float4 v__5 = *(float4*)(row + (i_7 * 4));
+      float4 v__6 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __7.x = (v__5.x*v__6.x);
+      __7.y = (v__5.y*v__6.y);
+      __7.z = (v__5.z*v__6.z);
+      __7.w = (v__5.w*v__6.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_7 * 4)) = __6;
   }
   #pragma unroll
-  for (int i_9 = 0; i_9 < 2; ++i_9) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_8) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_8 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
@@ -430,10 +362,9 @@ extern "C" __global__ void rms_norm_rope_quant_fp8_only_kernel(const float* __re
 extern "C" __global__ void __launch_bounds__(128, 5) rms_norm_rope_quant_fp8_only_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 256));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 512));
-  void* sumsq_row_amax_warps = ((void*)((char*)buf_dyn_shmem + 768));
-  void* x_ring = ((void*)((char*)buf_dyn_shmem + 800));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 256));
+  void* sumsq_row_amax_warps = ((void*)((char*)buf_dyn_shmem + 512));
+  void* x_ring = ((void*)((char*)buf_dyn_shmem + 544));
   half_t weight_staged[32];
   float row[32];
   float sumsq_terms[32];
@@ -537,55 +468,22 @@ extern "C" __global__ void __launch_bounds__(128, 5) rms_norm_rope_quant_fp8_onl
     }
     if (120 <= ((int)threadIdx.x)) {
       #pragma unroll
-      for (int i_7 = 0; i_7 < 2; ++i_7) {
-        *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_7 * 4)) - 960)) = *(float4*)(row + ((i_7 * 4) + 24));
-      }
-    }
-    __syncthreads();
-    if (120 <= ((int)threadIdx.x)) {
-      #pragma unroll
-      for (int i_8 = 0; i_8 < 2; ++i_8) {
-        float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-        float4 __5;
-          float4 __6;
-            float4 v__4 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_8 * 4)) - 960));
-            float4 v__5 = *(float4*)(((float*)cos_staged) + ((((step & 1) * 32) + ((((int)threadIdx.x) & 3) * 8)) + (i_8 * 4)));
-            __6.x = (v__4.x*v__5.x);
-            __6.y = (v__4.y*v__5.y);
-            __6.z = (v__4.z*v__5.z);
-            __6.w = (v__4.w*v__5.w);
-          float4 __7;
-            float4 condval;
-            if ((((int)threadIdx.x) < 124)) {
-              float4 __8;
-                float4 v__6 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_8 * 4)) - 928));
-                float4 v__7 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-                __8.x = (v__6.x*v__7.x);
-                __8.y = (v__6.y*v__7.y);
-                __8.z = (v__6.z*v__7.z);
-                __8.w = (v__6.w*v__7.w);
-              condval = __8;
-            } else {
-              condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_8 * 4)) - 992));
-            }
-            float4 v__8 = *(float4*)(((float*)sin_staged) + ((((step & 1) * 32) + ((((int)threadIdx.x) & 3) * 8)) + (i_8 * 4)));
-            __7.x = (condval.x*v__8.x);
-            __7.y = (condval.y*v__8.y);
-            __7.z = (condval.z*v__8.z);
-            __7.w = (condval.w*v__8.w);
-          __5.x = (__6.x+__7.x);
-          __5.y = (__6.y+__7.y);
-          __5.z = (__6.z+__7.z);
-          __5.w = (__6.w+__7.w);
-        *(float4*)(row + ((i_8 * 4) + 24)) = __5;
+      for (int i_7 = 0; i_7 < 8; ++i_7) {
+        float condval;
+        if ((((int)threadIdx.x) < 124)) {
+          condval = -0x1p+0f/*-1.000000e+00*/;
+        } else {
+          condval = 0x1p+0f/*1.000000e+00*/;
+        }
+        row[(i_7 + 24)] = ((row[(i_7 + 24)] * ((float*)cos_staged)[((((step & 1) * 32) + ((((int)threadIdx.x) & 3) * 8)) + i_7)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_7 + 24)], 4, 32) * condval) * ((float*)sin_staged)[((((step & 1) * 32) + ((((int)threadIdx.x) & 3) * 8)) + i_7)]));
       }
     }
     #pragma unroll
-    for (int i_9 = 0; i_9 < 4; ++i_9) {
-      row_amax_lanes[i_9] = 0x0p+0f/*0.000000e+00*/;
+    for (int i_8 = 0; i_8 < 4; ++i_8) {
+      row_amax_lanes[i_8] = 0x0p+0f/*0.000000e+00*/;
       #pragma unroll
       for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-        row_amax_lanes[i_9] = max(row_amax_lanes[i_9], max(row[((i_9 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_9 * 8) + rv_2)])));
+        row_amax_lanes[i_8] = max(row_amax_lanes[i_8], max(row[((i_8 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_8 * 8) + rv_2)])));
       }
     }
     row_amax_thread[0] = -CUDART_INF_F;
@@ -607,35 +505,35 @@ extern "C" __global__ void __launch_bounds__(128, 5) rms_norm_rope_quant_fp8_onl
     }
     rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
     #pragma unroll
-    for (int i_10 = 0; i_10 < 8; ++i_10) {
-      float4 __9;
-        float4 v__9 = *(float4*)(row + (i_10 * 4));
-        float4 v__10 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
-        __9.x = (v__9.x*v__10.x);
-        __9.y = (v__9.y*v__10.y);
-        __9.z = (v__9.z*v__10.z);
-        __9.w = (v__9.w*v__10.w);
-      *(float4*)(row + (i_10 * 4)) = __9;
+    for (int i_9 = 0; i_9 < 8; ++i_9) {
+      float4 __5;
+        float4 v__4 = *(float4*)(row + (i_9 * 4));
+        float4 v__5 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
+        __5.x = (v__4.x*v__5.x);
+        __5.y = (v__4.y*v__5.y);
+        __5.z = (v__4.z*v__5.z);
+        __5.w = (v__4.w*v__5.w);
+      *(float4*)(row + (i_9 * 4)) = __5;
     }
     group_scale[0] = (max((group_scale[0] * rstd[0]), 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
     inverse_scale[0] = __frcp_rn(group_scale[0]);
     #pragma unroll
-    for (int i_11 = 0; i_11 < 8; ++i_11) {
-      fp8_e4_4_t __10;
-      float4 __11;
-        float4 v__11 = *(float4*)(row + (i_11 * 4));
-        float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-        __11.x = (v__11.x*v__12.x);
-        __11.y = (v__11.y*v__12.y);
-        __11.z = (v__11.z*v__12.z);
-        __11.w = (v__11.w*v__12.w);
-      (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
-      (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
-      *(fp8_e4_4_t*)(quantized + (i_11 * 4)) = __10;
+    for (int i_10 = 0; i_10 < 8; ++i_10) {
+      fp8_e4_4_t __6;
+      float4 __7;
+        float4 v__6 = *(float4*)(row + (i_10 * 4));
+        float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+        __7.x = (v__6.x*v__7.x);
+        __7.y = (v__6.y*v__7.y);
+        __7.z = (v__6.z*v__7.z);
+        __7.w = (v__6.w*v__7.w);
+      (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[0], __NV_SATFINITE, __NV_E4M3);
+      (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[1], __NV_SATFINITE, __NV_E4M3);
+      *(fp8_e4_4_t*)(quantized + (i_10 * 4)) = __6;
     }
     #pragma unroll
-    for (int i_12 = 0; i_12 < 4; ++i_12) {
-      *(fp8_e4_8_t*)(Q + ((((((int64_t)step) * (int64_t)2703360) + (((int64_t)((int)blockIdx.x)) * (int64_t)4096)) + (((int64_t)i_12) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_12 * 8));
+    for (int i_11 = 0; i_11 < 4; ++i_11) {
+      *(fp8_e4_8_t*)(Q + ((((((int64_t)step) * (int64_t)2703360) + (((int64_t)((int)blockIdx.x)) * (int64_t)4096)) + (((int64_t)i_11) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_11 * 8));
     }
     if (((int)threadIdx.x) == 0) {
       Scale[((((int64_t)step) * (int64_t)660) + ((int64_t)((int)blockIdx.x)))] = group_scale[0];

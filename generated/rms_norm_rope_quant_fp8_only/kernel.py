@@ -16,7 +16,7 @@ program_2, tokens 1025+: stream, 128 threads, 16-byte vectors, 1 row(s) per bloc
   - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row
   - persistent grid of 5 blocks per SM × the SMs of the GPU it compiles on (as the blocks_per_sm hint asks; 660 blocks on an H100 SXM or H200); each block takes every grid-th row through a 2-slot 16896-byte shared-memory ring, the next 1 row(s)' cp.async in flight while the current one is reduced
   - the norm's sum of squares and the per-token amax cross the warps in one exchange (one barrier per row, not two): the norm hands on x·w, RoPE is linear, the amax is taken before rstd is applied and scaled by it after; exact, as rounding is monotonic
-  - op[1] pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier pair). Partners sit in different threads of the row fragment (neox: rope_dim/2 columns apart; gptj: possibly split by the vector layout), and registers cannot be read across threads. Loading the two halves as separate fragments would put partners in one thread, but the rotated values must land back in the row fragment's layout for the group amax and the stores, which needs the same shared round trip, so it would add a second read of the span and save nothing.
+  - op[1] pairing: warp shuffle, partners 4 lanes apart. The span lies in one tile of the row layout, one vector per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's by __shfl_xor_sync among the span's lanes: no shared memory, no barrier.
   - op[2] per-token amax reduces the whole row
 Inputs:
   x (m, 4096) float16: activations, one row per token
@@ -95,11 +95,8 @@ def program_0():
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-            rope_span = T.alloc_shared((1, 64), "float32")
             for i, j in T.Parallel(1, 64):
-                rope_span[i, j] = row[i, 4032 + j]
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = rope_span[i, j] * cos_staged[i, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[i, j % 32]
+                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             # op[2] FP8 quant(e4m3fn, per token, scale fp32)
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
@@ -181,11 +178,8 @@ def program_1():
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-            rope_span = T.alloc_shared((1, 64), "float32")
             for i, j in T.Parallel(1, 64):
-                rope_span[i, j] = row[i, 4032 + j]
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = rope_span[i, j] * cos_staged[i, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[i, j % 32]
+                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             # op[2] FP8 quant(e4m3fn, per token, scale fp32)
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
@@ -272,11 +266,8 @@ def program_2():
                 for i, j in T.Parallel(1, 4096):
                     row[i, j] = row[i, j] * weight_staged[j]
                 # op[1] RoPE(neox, tail 64 columns [4032, 4096))
-                rope_span = T.alloc_shared((1, 64), "float32")
                 for i, j in T.Parallel(1, 64):
-                    rope_span[i, j] = row[i, 4032 + j]
-                for i, j in T.Parallel(1, 64):
-                    row[i, 4032 + j] = rope_span[i, j] * cos_staged[slot, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * sin_staged[slot, j % 32]
+                    row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[slot, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[slot, j % 32]
                 # op[2] FP8 quant(e4m3fn, per token, scale fp32)
                 group_scale = T.alloc_fragment((1,), "float32")
                 inverse_scale = T.alloc_fragment((1,), "float32")

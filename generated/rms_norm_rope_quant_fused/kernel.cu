@@ -23,10 +23,9 @@ extern "C" __global__ void rms_norm_rope_quant_fused_kernel(const float* __restr
 extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 416));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 544));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 160));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 288));
   float row[16];
   half_t weight_staged[16];
   float sumsq_terms[16];
@@ -113,67 +112,34 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   }
   if (248 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 1984)) = *(float4*)(row + ((i_5 * 4) + 8));
+    for (int i_5 = 0; i_5 < 8; ++i_5) {
+      float condval;
+      if ((((int)threadIdx.x) < 252)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[(i_5 + 8)] = ((row[(i_5 + 8)] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_5 + 8)], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]));
     }
   }
-  __syncthreads();
-  if (248 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 1984));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 252)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 1952));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 2016));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_6 * 4) + 8)) = __6;
+  #pragma unroll
+  for (int i_6 = 0; i_6 < 2; ++i_6) {
+    half_t Y_local_cast_1[8];
+    for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
+      uint2 __6;
+      float4 v__5 = *(float4*)(row + ((i_6 * 8) + (vec_1 * 4)));
+      ((half2*)(&__6))[0] = __float22half2_rn(((float2*)(&v__5))[0]);
+      ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
+      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __6;
     }
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
   }
   #pragma unroll
   for (int i_7 = 0; i_7 < 2; ++i_7) {
-    half_t Y_local_cast_1[8];
-    for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
-      uint2 __10;
-      float4 v__10 = *(float4*)(row + ((i_7 * 8) + (vec_1 * 4)));
-      ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
-      ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
-      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __10;
-    }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
-  }
-  #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    row_amax_lanes[i_8] = 0x0p+0f/*0.000000e+00*/;
+    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_8] = max(row_amax_lanes[i_8], max(row[((i_8 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_8 * 8) + rv_2)])));
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -193,22 +159,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_9 = 0; i_9 < 4; ++i_9) {
-    fp8_e4_4_t __11;
-    float4 __12;
-      float4 v__11 = *(float4*)(row + (i_9 * 4));
-      float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __12.x = (v__11.x*v__12.x);
-      __12.y = (v__11.y*v__12.y);
-      __12.z = (v__11.z*v__12.z);
-      __12.w = (v__11.w*v__12.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __11;
+  for (int i_8 = 0; i_8 < 4; ++i_8) {
+    fp8_e4_4_t __7;
+    float4 __8;
+      float4 v__6 = *(float4*)(row + (i_8 * 4));
+      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __8.x = (v__6.x*v__7.x);
+      __8.y = (v__6.y*v__7.y);
+      __8.z = (v__6.z*v__7.z);
+      __8.w = (v__6.w*v__7.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __7;
   }
   #pragma unroll
-  for (int i_10 = 0; i_10 < 2; ++i_10) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_10) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_10 * 8));
+  for (int i_9 = 0; i_9 < 2; ++i_9) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
@@ -238,10 +204,9 @@ extern "C" __global__ void rms_norm_rope_quant_fused_kernel(const float* __restr
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 384));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 400));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 528));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 144));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 272));
   float row[32];
   half_t weight_staged[32];
   float sumsq_terms[32];
@@ -328,67 +293,34 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   }
   if (120 <= ((int)threadIdx.x)) {
     #pragma unroll
-    for (int i_5 = 0; i_5 < 2; ++i_5) {
-      *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_5 * 4)) - 960)) = *(float4*)(row + ((i_5 * 4) + 24));
+    for (int i_5 = 0; i_5 < 8; ++i_5) {
+      float condval;
+      if ((((int)threadIdx.x) < 124)) {
+        condval = -0x1p+0f/*-1.000000e+00*/;
+      } else {
+        condval = 0x1p+0f/*1.000000e+00*/;
+      }
+      row[(i_5 + 24)] = ((row[(i_5 + 24)] * ((float*)cos_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]) + ((__shfl_xor_sync((uint)4278190080, row[(i_5 + 24)], 4, 32) * condval) * ((float*)sin_staged)[(((((int)threadIdx.x) & 3) * 8) + i_5)]));
     }
   }
-  __syncthreads();
-  if (120 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      float broadcast_var = -0x1p+0f/*-1.000000e+00*/;
-      float4 __6;
-        float4 __7;
-          float4 v__5 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 960));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __7.x = (v__5.x*v__6.x);
-          __7.y = (v__5.y*v__6.y);
-          __7.z = (v__5.z*v__6.z);
-          __7.w = (v__5.w*v__6.w);
-        float4 __8;
-          float4 condval;
-          if ((((int)threadIdx.x) < 124)) {
-            float4 __9;
-              float4 v__7 = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 928));
-              float4 v__8 = make_float4(broadcast_var, broadcast_var, broadcast_var, broadcast_var);
-              __9.x = (v__7.x*v__8.x);
-              __9.y = (v__7.y*v__8.y);
-              __9.z = (v__7.z*v__8.z);
-              __9.w = (v__7.w*v__8.w);
-            condval = __9;
-          } else {
-            condval = *(float4*)(((float*)rope_span) + (((((int)threadIdx.x) * 8) + (i_6 * 4)) - 992));
-          }
-          float4 v__9 = *(float4*)(((float*)sin_staged) + (((((int)threadIdx.x) & 3) * 8) + (i_6 * 4)));
-          __8.x = (condval.x*v__9.x);
-          __8.y = (condval.y*v__9.y);
-          __8.z = (condval.z*v__9.z);
-          __8.w = (condval.w*v__9.w);
-        __6.x = (__7.x+__8.x);
-        __6.y = (__7.y+__8.y);
-        __6.z = (__7.z+__8.z);
-        __6.w = (__7.w+__8.w);
-      *(float4*)(row + ((i_6 * 4) + 24)) = __6;
+  #pragma unroll
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
+    half_t Y_local_cast_1[8];
+    for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
+      uint2 __6;
+      float4 v__5 = *(float4*)(row + ((i_6 * 8) + (vec_1 * 4)));
+      ((half2*)(&__6))[0] = __float22half2_rn(((float2*)(&v__5))[0]);
+      ((half2*)(&__6))[1] = __float22half2_rn(((float2*)(&v__5))[1]);
+      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __6;
     }
+    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
   }
   #pragma unroll
   for (int i_7 = 0; i_7 < 4; ++i_7) {
-    half_t Y_local_cast_1[8];
-    for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
-      uint2 __10;
-      float4 v__10 = *(float4*)(row + ((i_7 * 8) + (vec_1 * 4)));
-      ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
-      ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
-      *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __10;
-    }
-    *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_7) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
-  }
-  #pragma unroll
-  for (int i_8 = 0; i_8 < 4; ++i_8) {
-    row_amax_lanes[i_8] = 0x0p+0f/*0.000000e+00*/;
+    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_8] = max(row_amax_lanes[i_8], max(row[((i_8 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_8 * 8) + rv_2)])));
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -408,22 +340,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_9 = 0; i_9 < 8; ++i_9) {
-    fp8_e4_4_t __11;
-    float4 __12;
-      float4 v__11 = *(float4*)(row + (i_9 * 4));
-      float4 v__12 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __12.x = (v__11.x*v__12.x);
-      __12.y = (v__11.y*v__12.y);
-      __12.z = (v__11.z*v__12.z);
-      __12.w = (v__11.w*v__12.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __11;
+  for (int i_8 = 0; i_8 < 8; ++i_8) {
+    fp8_e4_4_t __7;
+    float4 __8;
+      float4 v__6 = *(float4*)(row + (i_8 * 4));
+      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __8.x = (v__6.x*v__7.x);
+      __8.y = (v__6.y*v__7.y);
+      __8.z = (v__6.z*v__7.z);
+      __8.w = (v__6.w*v__7.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __7;
   }
   #pragma unroll
-  for (int i_10 = 0; i_10 < 4; ++i_10) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_10) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_10 * 8));
+  for (int i_9 = 0; i_9 < 4; ++i_9) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];

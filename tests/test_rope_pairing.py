@@ -1,0 +1,80 @@
+"""The RoPE pairing the planner picks: when it says a warp shuffle pairs the span, every column's
+partner must be exactly the lane the shuffle reads, at the same register index, among the lanes of
+the mask. Checked by walking the pinned row layout column by column (codegen.KernelFrame), not by the
+planner's closed form."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from fusegen.model import Layout
+from fusegen.ops.rope import WARP_LANES, lane_mask, partner_lanes, span_start
+
+
+def thread_and_index(column: int, layout: Layout) -> tuple[int, int]:
+    tile = layout.threads * layout.vector
+    return column // layout.vector % layout.threads, column // tile * layout.vector + column % layout.vector
+
+
+def layouts():
+    for threads, vector in itertools.product((32, 64, 96, 128, 224, 256, 512), (1, 2, 4, 8)):
+        tile = threads * vector
+        for hidden in (tile // 2, tile, tile + 8 * vector, 3 * tile - 2 * vector, 4000, 4096, 7168):
+            if hidden >= 2 and hidden % vector == 0:
+                yield Layout(1, hidden, -(-hidden // tile) * tile, threads, vector)
+
+
+CONFIGURATIONS = [
+    (layout, dim, span)
+    for layout in layouts()
+    for dim in (2, 4, 8, 16, 32, 64, 96, 128, 256, 512)
+    for span in ("tail", "head")
+    if dim <= layout.hidden
+]
+
+
+def test_shuffle_reads_exactly_the_partner_among_the_masked_lanes():
+    shuffled = 0
+    for layout, dim, span in CONFIGURATIONS:
+        params = {"rope_dim": dim, "span": span, "style": "neox"}
+        lanes = partner_lanes(params, layout)
+        if lanes is None:
+            continue
+        shuffled += 1
+        start, half = span_start(params, layout.hidden), dim // 2
+        span_threads = set()
+        for k in range(dim):
+            thread, index = thread_and_index(start + k, layout)
+            partner = start + (k + half if k < half else k - half)
+            assert thread_and_index(partner, layout) == (thread ^ lanes, index), (layout, dim, span, k)
+            span_threads.add(thread)
+        assert len({t // WARP_LANES for t in span_threads}) == 1, (layout, dim, span)
+        assert lane_mask(params, layout, lanes) == sum(1 << t % WARP_LANES for t in span_threads), (layout, dim, span)
+    assert shuffled > 100, "too few layouts pair by shuffle for the check to mean anything"
+
+
+@pytest.mark.parametrize(
+    "layout, dim, lanes",
+    [
+        (Layout(1, 4096, 4096, 128, 8), 64, 4),  # the seed chains at 4096, 16-byte vectors
+        (Layout(1, 4096, 4096, 64, 8), 64, 4),
+        (Layout(1, 7168, 7168, 256, 4), 64, 8),  # 7168 on 8-byte vectors
+        (Layout(1, 7168, 7168, 224, 8), 64, 4),
+    ],
+)
+def test_the_example_chains_pair_by_shuffle(layout, dim, lanes):
+    assert partner_lanes({"rope_dim": dim, "span": "tail", "style": "neox"}, layout) == lanes
+
+
+@pytest.mark.parametrize(
+    "layout, params, why",
+    [
+        (Layout(1, 4096, 4096, 128, 8), {"rope_dim": 64, "span": "tail", "style": "gptj"}, "gptj pairs neighbours"),
+        (Layout(1, 1000, 1024, 128, 8), {"rope_dim": 64, "span": "tail", "style": "neox"}, "span starts mid-group of lanes"),
+        (Layout(1, 4096, 4096, 128, 8), {"rope_dim": 1024, "span": "tail", "style": "neox"}, "span over four warps"),
+        (Layout(1, 4096, 4096, 128, 8), {"rope_dim": 8, "span": "tail", "style": "neox"}, "partners in one vector"),
+    ],
+)
+def test_layouts_a_shuffle_cannot_pair_use_shared_memory(layout, params, why):
+    assert partner_lanes(params, layout) is None, why
