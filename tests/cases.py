@@ -93,15 +93,15 @@ CASES = {
     "stream_pinned_5000_tokens": case("stream with the token count pinned above the grid, one block per SM", [RMS, quant()], hidden=4096, tokens=5000, schedule={"variant": "stream", "blocks_per_sm": 1}),
     "stream_group_quant_alone": case("stream of a chain with no cross-warp exchange: the ring's own barriers order its slots", [quant(128)], hidden=1024, schedule={"variant": "stream"}),
     "stream_4_byte_copies": case("1002 fp16 columns: rows only 4-byte aligned, the narrowest cp.async", [RMS, rope(2)], "float16", 1002, schedule={"variant": "stream"}),
+    # RoPE partners by warp shuffle where the lanes allow it, through shared memory where they do not (step 15).
+    "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
+    "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
 }
 
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES = {
-    "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
-    "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
-}
+PENDING_GPU_CASES = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
