@@ -221,6 +221,26 @@ def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
+def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
+    """The ring is filled by one cp.async copy of the unpadded row, which TileLang splits exactly over the
+    threads when the columns divide by the thread count, in the widest access that divides each thread's
+    share (seen in the CUDA of 7168 columns over 512 threads: 14 each, 4-byte copies; over 1024: 7 each,
+    no cp.async at all). A share that is not a whole number of the planned vectors would make the copies
+    narrower than the row layout's, so such thread counts are refused, naming those that fit."""
+    vector = schedule.vector_elems
+    if spec.hidden % schedule.threads or spec.hidden % (schedule.threads * vector) == 0:
+        return
+    fitting = [t for t in THREAD_CHOICES if spec.hidden % (t * vector) == 0]
+    key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
+    raise ChainError(
+        key,
+        f"\"stream\" fills its ring with a cp.async copy of the row split evenly over the threads: {spec.hidden} columns "
+        f"over {schedule.threads} threads is {spec.hidden // schedule.threads} each, not a whole number of the "
+        f"{vector * DTYPE_BYTES[spec.dtype]}-byte vectors the row layout uses, so the copies would be narrower; thread "
+        f"counts that split it into whole {vector * DTYPE_BYTES[spec.dtype]}-byte vectors: {', '.join(map(str, fitting)) or 'none'}",
+    )
+
+
 def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     """Sizes the persistent grid of a stream schedule: blocks per SM within the SM's shared memory,
     threads and registers (the launch bound holds every thread to SM_REGISTERS / resident threads)."""
@@ -233,6 +253,7 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
             f"\"stream\" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × "
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
+    _check_ring_copy_width(spec, schedule)
     slots = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES) or DEFAULT_RING_SLOTS
     ring = _stream_ring_bytes(spec, schedule, side_inputs, slots)
     if ring > SHARED_BYTES_LIMIT:
