@@ -309,13 +309,55 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     return rows, ceiling, env
 
 
+def results_markdown(results: dict, image: str | None = None) -> str:
+    """One run as text: its environment line, the plot if given, the table."""
+    header = ", ".join(f"{k} {v}" for k, v in results["environment"].items())
+    plot_line = [f"![effective bandwidth against tokens]({image})", ""] if image else []
+    table = render_table([Row(**row) for row in results["rows"]], results["copy_tb_per_s"])
+    return "\n".join([header, "", *plot_line, table]) + "\n"
+
+
+class RecordError(Exception):
+    """A results directory or a section of the benchmarks file that is not there."""
+
+
+def record_begin(results_dir: str) -> str:
+    return f"<!-- fusegen bench results: {results_dir} -->"
+
+
+RECORD_END = "<!-- end of fusegen bench results -->"
+
+
+def record(benchmarks: Path, results_dirs: list[Path]) -> None:
+    """Rewrites, for each results directory, its section of `benchmarks` (between record_begin(dir) and
+    RECORD_END) from the directory's bench.json, so the tables there are the bench's own output."""
+    try:
+        text = benchmarks.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecordError(f"{benchmarks}: cannot read it ({exc.strerror})") from None
+    for results_dir in results_dirs:
+        try:
+            results = json.loads((results_dir / "bench.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"{results_dir / 'bench.json'}: no bench results there ({exc})") from None
+        begin = record_begin(results_dir.as_posix())
+        start = text.find(begin)
+        end = text.find(RECORD_END, start)
+        if start < 0 or end < 0:
+            raise RecordError(f"{benchmarks}: no section for {results_dir.as_posix()}; put `{begin}` and `{RECORD_END}` where its table goes")
+        image = Path(os.path.relpath(results_dir / "bench.png", benchmarks.parent)).as_posix()
+        text = f"{text[:start + len(begin)]}\n{results_markdown(results, image)}{text[end:]}"
+    benchmarks.write_text(text, encoding="utf-8")
+
+
 def main(args) -> int:
+    out_dir = Path(args.out_dir)
     rows, ceiling, env = run(
-        [Path(p) for p in args.paths], tuple(args.tokens), Path(args.out_dir), args.hidden, args.dtype, tuple(args.baselines), args.tuning
+        [Path(p) for p in args.paths], tuple(args.tokens), out_dir, args.hidden, args.dtype, tuple(args.baselines), args.tuning
     )
-    table = render_table(rows, ceiling)
-    header = ", ".join(f"{k} {v}" for k, v in env.items())
-    print(header)
-    print(table)
-    (Path(args.out_dir) / "bench.md").write_text(f"{header}\n\n{table}\n")
+    text = results_markdown({"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]})
+    print(text)
+    (out_dir / "bench.md").write_text(text)
+    if args.record:
+        record(Path(args.record), [out_dir])
     return 0

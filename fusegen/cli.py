@@ -1,4 +1,4 @@
-"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`."""
+"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`."""
 from __future__ import annotations
 
 import argparse
@@ -80,6 +80,18 @@ def cmd_bench(args) -> int:
     return bench_main(args)
 
 
+def cmd_record(args) -> int:
+    from .bench import RecordError, record
+
+    try:
+        record(Path(args.benchmarks), [Path(d) for d in args.results])
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return SPEC_ERROR_EXIT
+    print(f"{args.benchmarks}: {len(args.results)} section(s) written")
+    return 0
+
+
 def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
@@ -115,7 +127,12 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
     bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
+    bench.add_argument("--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)")
     bench.set_defaults(func=cmd_bench)
+    rec = sub.add_parser("record", help="write saved bench results into their sections of a markdown file (no GPU)")
+    rec.add_argument("benchmarks", help="the markdown file, e.g. BENCHMARKS.md")
+    rec.add_argument("results", nargs="+", help="bench --out-dir directories; each fills the section marked with its path")
+    rec.set_defaults(func=cmd_record)
     tune = sub.add_parser("tune", help="search schedules on the GPU per token bucket; winners go to the tuning file build reads")
     tune.add_argument("paths", nargs="+", help="spec files or directories")
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")

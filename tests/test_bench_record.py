@@ -1,0 +1,83 @@
+"""`fusegen record`: saved bench results written into their marked sections of a markdown file, the rest
+of the file left as it was."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from fusegen.bench import RECORD_END, RecordError, Row, record, record_begin
+
+ENVIRONMENT = {"date": "2026-11-30T00:00:00+00:00", "gpu": "NVIDIA H200", "commit": "abc1234"}
+
+
+def save_results(directory, kernel: str, fused_us: float, compile_us: float, ceiling: float) -> None:
+    ledger = 268_435_456
+    rows = [
+        Row(kernel, 16384, "fusegen", fused_us, fused_us, fused_us, ledger, ledger / fused_us / 1e6, None, "fragment, 128 threads"),
+        Row(kernel, 16384, "compile", compile_us, compile_us, compile_us, ledger, ledger / compile_us / 1e6, None),
+    ]
+    directory.mkdir(parents=True)
+    (directory / "bench.json").write_text(json.dumps({"environment": ENVIRONMENT, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}))
+
+
+def sections(*dirs: str) -> str:
+    return "".join(f"## {d}\n\n{record_begin(d)}\nstale table\n{RECORD_END}\n\nprose after {d}\n\n" for d in dirs)
+
+
+def test_record_fills_sections_and_is_idempotent(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random()
+    runs = {d: (rng.uniform(50, 100), rng.uniform(100, 200), rng.uniform(4.0, 4.3)) for d in ("bench/targets", "bench/examples")}
+    for d, (fused, compiled, ceiling) in runs.items():
+        save_results(tmp_path / d, f"kernel_{d.split('/')[1]}", fused, compiled, ceiling)
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    original = "# Benchmarks\n\nintro\n\n" + sections(*runs)
+    benchmarks.write_text(original)
+
+    record(benchmarks, [Path(d) for d in runs])
+    text = benchmarks.read_text()
+    assert "stale table" not in text
+    for d, (fused, compiled, ceiling) in runs.items():
+        name = f"kernel_{d.split('/')[1]}"
+        section = text[text.index(record_begin(d)) : text.index(RECORD_END, text.index(record_begin(d)))]
+        assert f"![effective bandwidth against tokens]({d}/bench.png)" in section
+        assert f"copy ceiling: {ceiling:.2f} TB/s" in section
+        assert f"| {name} | 16384 | {fused:.1f} |" in section
+        assert f"| {compiled / fused:.2f} |" in section
+        assert "commit abc1234" in section
+        assert f"prose after {d}" in text
+    # Everything outside the sections is as it was.
+    outside = lambda t: [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]
+    assert outside(text) == outside(original)
+    record(benchmarks, [Path(d) for d in runs])
+    assert benchmarks.read_text() == text
+
+
+def test_missing_section_and_missing_results_are_clear_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    save_results(tmp_path / "bench" / "targets", "k", 60.0, 120.0, 4.2)
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text("# Benchmarks\n" + sections("bench/examples"))
+    with pytest.raises(RecordError, match=r"no section for bench/targets; put `<!-- fusegen bench results: bench/targets -->`"):
+        record(benchmarks, [Path("bench/targets")])
+    benchmarks.write_text("# Benchmarks\n" + sections("bench/targets", "bench/examples"))
+    with pytest.raises(RecordError, match=r"bench/examples/bench.json: no bench results there"):
+        record(benchmarks, [Path("bench/targets"), Path("bench/examples")])
+    # Nothing is written unless every section could be: no half-updated file.
+    assert "stale table" in benchmarks.read_text()
+
+
+def test_command_line_reports_an_error_without_a_traceback(tmp_path):
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text("# Benchmarks\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "fusegen", "record", str(benchmarks), str(tmp_path / "absent")], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
