@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from fusegen.model import Layout
-from fusegen.ops.rope import WARP_LANES, lane_mask, partner_lanes, span_start
+from fusegen.ops.rope import WARP_LANES, shuffle_pairing, span_start
 
 
 def thread_and_index(column: int, layout: Layout) -> tuple[int, int]:
@@ -38,9 +38,10 @@ def test_shuffle_reads_exactly_the_partner_among_the_masked_lanes():
     shuffled = 0
     for layout, dim, span in CONFIGURATIONS:
         params = {"rope_dim": dim, "span": span, "style": "neox"}
-        lanes = partner_lanes(params, layout)
-        if lanes is None:
+        shuffle = shuffle_pairing(params, layout)
+        if shuffle is None:
             continue
+        lanes, mask = shuffle
         shuffled += 1
         start, half = span_start(params, layout.hidden), dim // 2
         span_threads = set()
@@ -50,7 +51,7 @@ def test_shuffle_reads_exactly_the_partner_among_the_masked_lanes():
             assert thread_and_index(partner, layout) == (thread ^ lanes, index), (layout, dim, span, k)
             span_threads.add(thread)
         assert len({t // WARP_LANES for t in span_threads}) == 1, (layout, dim, span)
-        assert lane_mask(params, layout, lanes) == sum(1 << t % WARP_LANES for t in span_threads), (layout, dim, span)
+        assert mask == sum(1 << t % WARP_LANES for t in span_threads), (layout, dim, span)
     assert shuffled > 100, "too few layouts pair by shuffle for the check to mean anything"
 
 
@@ -64,7 +65,7 @@ def test_shuffle_reads_exactly_the_partner_among_the_masked_lanes():
     ],
 )
 def test_the_example_chains_pair_by_shuffle(layout, dim, lanes):
-    assert partner_lanes({"rope_dim": dim, "span": "tail", "style": "neox"}, layout) == lanes
+    assert shuffle_pairing({"rope_dim": dim, "span": "tail", "style": "neox"}, layout)[0] == lanes
 
 
 @pytest.mark.parametrize(
@@ -77,4 +78,4 @@ def test_the_example_chains_pair_by_shuffle(layout, dim, lanes):
     ],
 )
 def test_layouts_a_shuffle_cannot_pair_use_shared_memory(layout, params, why):
-    assert partner_lanes(params, layout) is None, why
+    assert shuffle_pairing(params, layout) is None, why

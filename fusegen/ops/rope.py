@@ -43,9 +43,10 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     )
     params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style}
     start = span_start(params, ctx.hidden)
-    lanes = partner_lanes(params, ctx.layout)
-    if lanes is not None:
-        params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": lane_mask(params, ctx.layout, lanes)}
+    shuffle = shuffle_pairing(params, ctx.layout)
+    if shuffle is not None:
+        lanes, mask = shuffle
+        params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": mask}
         scratch = ()
         decision = (
             f"pairing: warp shuffle, partners {lanes} lanes apart. The span lies in one tile of the row layout, one vector "
@@ -71,14 +72,16 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
-def partner_lanes(params: dict, layout: Layout | None) -> int | None:
-    """How many lanes apart neox partners sit when one warp shuffle can pair them; None otherwise.
+def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | None:
+    """(how many lanes apart neox partners sit, the mask of the span's lanes) when one warp shuffle can
+    pair them; None otherwise.
 
     The pinned row layout gives thread t `vector` contiguous columns of every threads·vector tile, so a
     span inside one tile is held by consecutive threads, one vector each, at one register index, and
     partners half a span apart are half/vector lanes apart. XOR by that distance pairs exactly the
     partners when the distance is a power of two and the span's first thread a multiple of twice it; the
-    span's threads then also sit in one warp (twice the distance divides 32)."""
+    span's threads then also sit in one warp (twice the distance divides 32). The shuffle runs in a
+    branch only the span's lanes take, so the mask is exactly those lanes."""
     if layout is None or params["style"] != "neox":
         return None
     dim, vector = params["rope_dim"], layout.vector
@@ -90,13 +93,7 @@ def partner_lanes(params: dict, layout: Layout | None) -> int | None:
     first_thread = start % tile // vector
     if lanes & (lanes - 1) or 2 * lanes > WARP_LANES or first_thread % (2 * lanes):
         return None
-    return lanes
-
-
-def lane_mask(params: dict, layout: Layout, lanes: int) -> int:
-    """The span's lanes in their warp: the shuffle runs in a branch only they take."""
-    first_lane = span_start(params, layout.hidden) % (layout.threads * layout.vector) // layout.vector % WARP_LANES
-    return ((1 << 2 * lanes) - 1) << first_lane
+    return lanes, ((1 << 2 * lanes) - 1) << first_thread % WARP_LANES
 
 
 def accepts_layout(op: RopeSpec, hidden: int, vector: int, threads: int) -> bool:
