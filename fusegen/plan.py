@@ -388,9 +388,10 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
 
 
-# Measured (NOTES.md step 13): one barrier less per row, yet at 16384 tokens the fp8 chain at 4096 ran
-# up to 1.2× slower with it on most one-row-per-block schedules, a few per cent faster at ≤256 tokens
-# (tuning turns it on where it wins); in the streaming prototype it was 1.07–1.14× faster throughout.
+# Measured (NOTES.md steps 13 and 15): one barrier less per row, but on one-row-per-block schedules the
+# effect at 16384 tokens has no sign that holds across shapes — with RoPE by shuffle the planner's fp8
+# schedule runs 1.3× faster with it at 4096 and 1.25× slower at 7168 — so it stays off there and tuning
+# turns it on per bucket; in the stream variant it was 1.07–1.14× faster throughout.
 DEFAULT_JOINT_REDUCTION = {"fragment": False, "stream": True}
 
 
