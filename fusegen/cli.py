@@ -95,7 +95,10 @@ def cmd_record(args) -> int:
 def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
-    return tune_main(args)
+    try:
+        return tune_main(args)
+    except SpecError as exc:
+        return _report_errors([exc])
 
 
 def _tuning_options(command) -> None:
@@ -140,6 +143,7 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
     tune.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
+    tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")
     tune.set_defaults(func=cmd_tune)
     return root
 

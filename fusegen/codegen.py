@@ -1,7 +1,8 @@
 """Text helpers shared by the op fragment emitters: how a stage names rows, tokens and guarded loads.
 
 Everything here renders plan data (already validated numbers and fixed identifiers) into TileLang or
-torch source; no value from a spec reaches these strings except numbers and the checked kernel name.
+torch source; no value from a spec reaches these strings except numbers and the checked kernel name,
+and any other text goes in through `escaped` (comments, docstrings) or `string_literal`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,23 @@ from .model import Layout
 STREAM_GRID = "_grid"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
+
+
+def escaped(text: str) -> str:
+    """`text` made safe inside a double-quoted or triple-double-quoted Python string, or a comment: a
+    backslash or quote is escaped, so neither can end the literal (no triple quote can appear), and every
+    unprintable character (controls, NUL, line and paragraph separators such as U+2028 and U+0085,
+    bidi overrides) is written as an escape, so no text starts a new line of source. Printable
+    non-ASCII (→, ×) stays readable. Inside a string the escapes read back as the original text."""
+    return "".join(
+        "\\" + c if c in '"\\' else c if c.isprintable() else ascii(c)[1:-1] for c in text
+    )
+
+
+def string_literal(text: str) -> str:
+    """`text` as a Python string literal: every string the emitters put into generated source goes
+    through here (or through `escaped` for docstrings and comments)."""
+    return f'"{escaped(text)}"'
 
 
 def literal(value: float) -> str:
@@ -84,9 +102,9 @@ class KernelFrame:
         name, cols = self.staged(param), self.columns
         load = f"{param}[j]"
         if self.layout.pads_columns:
-            load = f'T.if_then_else(j < {self.hidden}, {load}, T.cast(0, "{dtype}"))'
+            load = f"T.if_then_else(j < {self.hidden}, {load}, T.cast(0, {string_literal(dtype)}))"
         return [
-            f'{name} = T.alloc_fragment(({cols},), "{dtype}")',
+            f"{name} = T.alloc_fragment(({cols},), {string_literal(dtype)})",
             # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
             # that variable, used outside its loop.
             f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
@@ -180,7 +198,7 @@ class KernelFrame:
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
-            f'x_ring = T.alloc_shared(({slots}, {self.columns}), "{x_dtype}")',
+            f"x_ring = T.alloc_shared(({slots}, {self.columns}), {string_literal(x_dtype)})",
             *(f'{ring} = T.alloc_shared(({slots}, {width}), "float32")' for _, ring, width in rings[1:]),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),

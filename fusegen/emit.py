@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .codegen import STREAM_GRID, KernelFrame, indent
+from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
 from .model import TORCH_DTYPE, Plan, Route, Schedule, Tensor
 from .ops import REGISTRY
 from .plan import plan_as_dict
@@ -62,7 +62,7 @@ def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
         if not op.transforms_row and not y_stored:
             lines += store_y
             y_stored = True
-        lines += [f"# op[{stage.index}] {stage.summary}", *op.emit_kernel(stage, frame)]
+        lines += [f"# op[{stage.index}] {escaped(stage.summary)}", *op.emit_kernel(stage, frame)]
     return lines if y_stored else lines + store_y
 
 
@@ -73,12 +73,12 @@ def _joint_body(route: Route, frame: KernelFrame, store_y: list[str]) -> list[st
     first, *between, last = route.stages
     head, tail = REGISTRY[first.kind].joint, REGISTRY[last.kind].joint
     row_scale = head.partial[2]
-    lines = [f"# op[{first.index}] {first.summary}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
+    lines = [f"# op[{first.index}] {escaped(first.summary)}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
     for stage in between:
-        lines += [f"# op[{stage.index}] {stage.summary}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+        lines += [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
     return [
         *lines,
-        f"# op[{last.index}] {last.summary}",
+        f"# op[{last.index}] {escaped(last.summary)}",
         *tail.emit_partial(last, frame),
         *frame.exchange((head.partial, tail.partial)),
         *head.emit_finish(first, frame, row_scale),
@@ -110,8 +110,8 @@ def _docstring(plan: Plan) -> list[str]:
             f"program_{index}, tokens {tokens_served(served)}: {schedule_summary(route)}. From {route.origin}.",
             *(f"  - {reason}" for reason in route.schedule.reasons),
         ]
-    lines = [
-        f'"""{plan.name}: ' + " → ".join(st.summary for st in plan.stages) + f" over hidden = {plan.hidden}, {plan.dtype}.",
+    text = [
+        f"{plan.name}: " + " → ".join(st.summary for st in plan.stages) + f" over hidden = {plan.hidden}, {plan.dtype}.",
         "",
         *routes,
         *(f"  - op[{st.index}] {d}" for st in plan.stages for d in st.decisions),
@@ -120,28 +120,33 @@ def _docstring(plan: Plan) -> list[str]:
         "Outputs:",
         *(f"  {_describe_tensor(t)}" for t in plan.outputs),
         f"Tokens: {'pinned to ' + str(plan.tokens) if plan.tokens else 'dynamic (each program serves every count in its range)'}.",
-        '"""',
     ]
-    return lines
+    # Each line escaped on its own: the text (a tuning run's origin among it) stays lines of one docstring.
+    lines = [escaped(line) for line in text]
+    return ['"""' + lines[0], *lines[1:], '"""']
+
+
+def one_line_docstring(text: str) -> str:
+    return f'"""{escaped(text)}"""'
 
 
 def _tensor_spec(t: Tensor) -> str:
     dims = ", ".join('"m"' if d.tokens else str(d.size) for d in t.shape)
     if len(t.shape) == 1:
         dims += ","
-    return f'TensorSpec("{t.arg}", {TORCH_DTYPE[t.dtype]}, ({dims}))'
+    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}))"
 
 
 def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
     m = _tokens_symbol(plan)
     route = served[0]
     s = route.schedule
-    signature = [f'{t.param}: T.Tensor({_shape(t, m)}, "{t.dtype}"),' for t in (*plan.inputs, *plan.outputs)]
+    signature = [f"{t.param}: T.Tensor({_shape(t, m)}, {string_literal(t.dtype)})," for t in (*plan.inputs, *plan.outputs)]
     token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
     grid_line = [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"] if s.variant == "stream" else []
     return [
         f"def program_{index}():",
-        f'    """The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."""',
+        "    " + one_line_docstring(f"The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."),
         token_line,
         *grid_line,
         "",
@@ -178,8 +183,8 @@ def kernel_module(plan: Plan) -> str:
         # Underscored: the program's scope also holds the prim_func named after the kernel.
         *(["from fusegen.runtime import sm_count as _sm_count"] if any(r.schedule.variant == "stream" for r in plan.routes) else []),
         "",
-        f'NAME = "{plan.name}"',
-        f'IDENTITY = "{plan.identity}"',
+        f"NAME = {string_literal(plan.name)}",
+        f"IDENTITY = {string_literal(plan.identity)}",
         f"HIDDEN = {plan.hidden}",
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
@@ -231,13 +236,13 @@ def reference_module(plan: Plan) -> str:
         if not op.transforms_row and not y_stored:
             body.append(y_line)
             y_stored = True
-        body += [f"# op[{stage.index}] {stage.summary}", *op.emit_reference(stage, plan.hidden)]
+        body += [f"# op[{stage.index}] {escaped(stage.summary)}", *op.emit_reference(stage, plan.hidden)]
     if not y_stored:
         body.append(y_line)
     body.append("return Outputs(**out)")
     lines = [
         *header(plan).splitlines(),
-        f'"""torch reference for {plan.name}: float32 math from the loaded inputs, rounded once at each output."""',
+        one_line_docstring(f"torch reference for {plan.name}: float32 math from the loaded inputs, rounded once at each output."),
         "import torch",
         "",
         "from .kernel import Outputs",
@@ -254,7 +259,7 @@ def init_module(plan: Plan) -> str:
     return "\n".join(
         [
             *header(plan).splitlines(),
-            f'"""{plan.name}: the fused kernel, its torch reference and its plan."""',
+            one_line_docstring(f"{plan.name}: the fused kernel, its torch reference and its plan."),
             "from .kernel import IDENTITY, INPUTS, OUTPUTS, ROUTES, Outputs, kernel, launcher",
             "from .reference import reference",
             "",
@@ -268,7 +273,7 @@ def test_module(plan: Plan) -> str:
     return "\n".join(
         [
             *header(plan).splitlines(),
-            f'"""Correctness of {plan.name} against its reference on the GPU (skipped without one)."""',
+            one_line_docstring(f"Correctness of {plan.name} against its reference on the GPU (skipped without one)."),
             "import pytest",
             "",
             "from fusegen import testing",

@@ -18,11 +18,25 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ChainError
+from pydantic import ValidationError
+
+from .errors import ChainError, SpecError
 from .model import Plan, TokenRange
 from .plan import plan, thread_counts
 from .spec import KernelSpec, ScheduleHints
-from .tuning import BUCKETS, Bucket, BucketWinner, GpuWinners, Tuning, WinnerHints, problem_summary, save_table, with_winners
+from .tuning import (
+    BUCKETS,
+    Bucket,
+    BucketWinner,
+    GpuWinners,
+    Measured,
+    Tuning,
+    WinnerHints,
+    checked_gpu_name,
+    problem_summary,
+    save_table,
+    with_winners,
+)
 
 BLOCK_M_CHOICES = (1, 2, 4)
 # Persistent-grid sizes tried for the stream variant (the planner's own count joins them as "auto").
@@ -145,7 +159,21 @@ def measure(spec: KernelSpec, found: list[Candidate], modules: list, l2_bytes: i
             candidate.rejected = f"wrong results: {str(exc).splitlines()[0][:200]}"
 
 
-def winners(spec: KernelSpec, found: list[Candidate], measured: dict) -> GpuWinners:
+def recorded_environment(env: dict, gpu: str | None) -> tuple[str, Measured]:
+    """The GPU name (`gpu`, else the one the GPU reports) and where the numbers come from, as the tuning
+    file holds them: checked before anything is tuned, since they reach generated kernels' docstrings.
+    A value that does not fit is a SpecError naming where it came from."""
+    name = checked_gpu_name(gpu, "--gpu") if gpu is not None else checked_gpu_name(env["gpu"], "the GPU's reported name (choose one with --gpu)")
+    try:
+        return name, Measured(**{key: env[key] for key in Measured.model_fields})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = first["loc"][0]
+        source = "FUSEGEN_COMMIT" if key == "commit" and os.environ.get("FUSEGEN_COMMIT") else f"the detected {key}"
+        raise SpecError(source, "", first["msg"].removeprefix("Value error, ")) from None
+
+
+def winners(spec: KernelSpec, found: list[Candidate], measured: Measured) -> GpuWinners:
     planner = found[0]
     if planner.rejected:
         raise RuntimeError(f"{spec.name}: the planner's own schedule failed on the GPU ({planner.rejected}); fix that first")
@@ -179,11 +207,10 @@ def main(args) -> int:
     from .bench import environment, variants
     from .build import collect_spec_files, load_and_plan
 
+    env = environment()
+    gpu, measured = recorded_environment(env, args.gpu)
     written = load_and_plan(collect_spec_files([Path(p) for p in args.paths]))
     specs = [KernelSpec.model_validate(v) for p in written for v in variants(p.spec, args.hidden, args.dtype)]
-    env = environment()
-    gpu = env["gpu"]
-    measured = {key: env[key] for key in ("date", "commit", "driver", "torch", "tilelang")}
     tuning = Tuning.load(Path(args.tuning), gpu)
     table = tuning.table
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

@@ -8,17 +8,19 @@ pins a hint is tuned only over the hints it leaves free.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import SpecError
+from .errors import SpecError, shown
 from .model import TokenRange
 
 TUNING_FILE = "tuning.json"
@@ -42,6 +44,49 @@ class TunedRoute(TokenRange):
 
     hints: dict
     origin: str
+
+
+def _matching(pattern: str, what: str):
+    """A string check for the model: the whole string matches `pattern`, else an error saying `what` is allowed."""
+    compiled = re.compile(pattern)
+
+    def check(text: str) -> str:
+        if not compiled.fullmatch(text):
+            raise ValueError(f"{shown(text)} is not {what}")
+        return text
+
+    return AfterValidator(check)
+
+
+def _iso_date(text: str) -> str:
+    try:
+        datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{shown(text)} is not {DATE_RULE}") from None
+    return text
+
+
+# Every string of the file is held to a form that says what it is: text from here reaches the generated
+# kernel.py's docstring (the GPU, date and commit a route was tuned with), and no text but the validated
+# spec may reach generated source as anything but these forms (emit escapes it as well).
+GPU_NAME_PATTERN, GPU_NAME_RULE = r"[\x20-\x7e]{1,64}", "a GPU name: 1-64 printable ASCII characters"
+GpuName = Annotated[str, _matching(GPU_NAME_PATTERN, GPU_NAME_RULE)]
+DATE_RULE = "an ISO 8601 date or date and time (2026-11-29T13:48:44+00:00)"
+Date = Annotated[str, _matching(r"\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d{1,6})?)?(Z|[+-]\d\d:\d\d)?)?", DATE_RULE), AfterValidator(_iso_date)]
+COMMIT_RULE = "a git commit: 4-40 lowercase hex digits"
+Commit = Annotated[str, _matching(r"[0-9a-f]{4,40}", COMMIT_RULE)]
+Version = Annotated[str, _matching(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "a version: up to 64 letters, digits and . + _ -, starting with a letter or digit")]
+ProblemKey = Annotated[str, _matching(r"[0-9a-f]{16}", "a problem key: 16 lowercase hex digits (a hash of the chain and shape)")]
+# Readable only (never emitted): the → of a chain is printable, a line break or terminal escape is not.
+ProblemSummary = Annotated[str, _matching(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,256}", "a summary of up to 256 characters on one line")]
+
+
+def checked_gpu_name(name: str, where: str) -> str:
+    """`name` if it is a GPU name the tuning file can hold; a SpecError naming `where` (an option or
+    variable) otherwise."""
+    if not re.fullmatch(GPU_NAME_PATTERN, name):
+        raise SpecError(where, "", f"{shown(name)} is not {GPU_NAME_RULE}")
+    return name
 
 
 class _Strict(BaseModel):
@@ -71,8 +116,18 @@ class BucketWinner(_Strict):
     candidates: int = Field(ge=1)
 
 
+class Measured(_Strict):
+    """Where the numbers come from; any of them may be unknown."""
+
+    date: Optional[Date] = None
+    commit: Optional[Commit] = None
+    driver: Optional[Version] = None
+    torch: Optional[Version] = None
+    tilelang: Optional[Version] = None
+
+
 class GpuWinners(_Strict):
-    measured: dict[str, Optional[str]]  # date, commit, torch, driver: where the numbers come from
+    measured: Measured
     buckets: list[BucketWinner] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -90,13 +145,13 @@ class GpuWinners(_Strict):
 
 
 class ProblemWinners(_Strict):
-    problem: str  # readable summary; the key is its hash
-    gpus: dict[str, GpuWinners]
+    problem: ProblemSummary  # readable summary; the key is its hash
+    gpus: dict[GpuName, GpuWinners]
 
 
 class TuningTable(_Strict):
     format: Literal[1] = 1
-    problems: dict[str, ProblemWinners] = {}
+    problems: dict[ProblemKey, ProblemWinners] = {}
 
 
 @dataclass(frozen=True)
@@ -109,7 +164,7 @@ class Tuning:
 
     @classmethod
     def load(cls, path: Path, gpu: str = DEFAULT_GPU) -> "Tuning":
-        return cls(load_table(path), gpu, str(path))
+        return cls(load_table(path), checked_gpu_name(gpu, "--gpu"), str(path))
 
     def routes(self, spec) -> tuple[TunedRoute, ...]:
         return routes_for(self.table, spec, self.gpu)
@@ -150,7 +205,8 @@ def load_table(path: Path) -> TuningTable:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
-        raise SpecError(str(path), key, f"{first['msg']}; a tuning file is written by `fusegen tune`, not by hand") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise SpecError(str(path), key, f"{message}; a tuning file is written by `fusegen tune`, not by hand") from None
 
 
 def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
@@ -165,8 +221,8 @@ def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
         if routes and routes[-1].hints == hints:
             routes[-1] = TunedRoute(routes[-1].first_tokens, bucket.last_tokens, hints, routes[-1].origin)
             continue
-        when = (winners.measured.get("date") or "date unknown")[:10]
-        origin = f"tuning on {gpu} ({when}, commit {winners.measured.get('commit') or 'unknown'})"
+        when = (winners.measured.date or "date unknown")[:10]
+        origin = f"tuning on {gpu} ({when}, commit {winners.measured.commit or 'unknown'})"
         routes.append(TunedRoute(bucket.first_tokens, bucket.last_tokens, hints, origin))
     return tuple(routes)
 

@@ -376,3 +376,121 @@ def test_odd_file_name_on_disk(tmp_path, file_name):
     path.write_text(dump(BASE))
     spec, _ = load_spec(path)
     check_rendered_with_spec_file(display_path(path))
+
+
+# --- text from tuning.json (and the GPU name) in the generated files ----------------------------------------
+#
+# The tuning file's strings reach kernel.py's docstring (the origin of each tuned route), so each is thrown
+# every kind of text. Either the file (or --gpu) is rejected as a SpecError, or every generated Python file
+# parses to the same statements as the baseline: the same node types, names and attributes, only the text of
+# string constants may differ. A string that broke out of the docstring would add statements.
+
+TUNED_GPU = "NVIDIA H200"
+TUNED_HINTS = [
+    {"variant": "fragment", "block_m": 1, "threads": threads, "blk_k": "auto", "prefetch": True} for threads in (128, 256, 512)
+]
+
+
+def _tuning_data(spec: KernelSpec) -> dict:
+    from fusegen.tuning import BUCKETS, problem_key, problem_summary
+
+    buckets = [
+        {"first_tokens": b.first_tokens, "last_tokens": b.last_tokens, "measured_at": b.measured_at, "hints": h,
+         "median_us": 1.0, "planner_median_us": 1.5, "candidates": 4}
+        for b, h in zip(BUCKETS, TUNED_HINTS)
+    ]
+    measured = {"date": "2026-11-29T13:48:44+00:00", "commit": "3ece4af", "driver": "580.159.04", "torch": "2.11.0+cu130", "tilelang": "0.1.15"}
+    gpus = {TUNED_GPU: {"measured": measured, "buckets": buckets}}
+    return {"format": 1, "problems": {problem_key(spec): {"problem": problem_summary(spec), "gpus": gpus}}}
+
+
+def skeleton(source: str, kernel_name: str) -> str:
+    """The module's AST with every constant reduced to its type and the kernel's name to a placeholder:
+    what the emitter decides (statements, names, attributes), not the text it carries."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            node.value = type(node.value).__name__
+        for field in ("name", "id", "attr", "arg", "module"):
+            if getattr(node, field, None) == kernel_name:
+                setattr(node, field, PLACEHOLDER)
+    return ast.dump(tree, annotate_fields=False)
+
+
+def python_skeletons(kernel_plan: Plan) -> dict[str, str]:
+    return {
+        file_name.replace(kernel_plan.name, PLACEHOLDER): skeleton(text, kernel_plan.name)
+        for file_name, text in render(kernel_plan).items()
+        if file_name.endswith(".py")
+    }
+
+
+BASE_SPEC = parse_spec(dump({**BASE, "name": PLACEHOLDER}), "specs/fuzz.toml")
+BASE_TUNING = _tuning_data(BASE_SPEC)
+# (path in the tuning data, how to put text there): a value, or a dict key (the GPU's, the problem's).
+TUNING_FIELDS = {
+    "commit": ("measured", "commit"),
+    "date": ("measured", "date"),
+    "driver": ("measured", "driver"),
+    "torch": ("measured", "torch"),
+    "tilelang": ("measured", "tilelang"),
+    "gpu": None,
+    "problem": None,
+    "problem key": None,
+}
+BREAKOUTS = ['"""\nimport os', '\\"""\nimport os\n"""', "'''\nx = 1", "\\", "\u2028import os", "\x85x = 1", "\x00", "\x1b[2J"]
+tuning_texts = st.one_of(texts, st.sampled_from(BREAKOUTS), st.builds(lambda a, b: a + b, st.sampled_from(["abc1234", "NVIDIA H200", "2026-11-29"]), st.sampled_from(BREAKOUTS)))
+
+
+def _tuned_plan(directory, data: dict, gpu: str, spec: KernelSpec = BASE_SPEC):
+    """What `fusegen build --gpu GPU` plans from this tuning file; None when the file or the GPU is rejected."""
+    import json
+
+    from fusegen.tuning import Tuning
+
+    path = directory / "tuning.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    try:
+        tuning = Tuning.load(path, gpu)
+    except SpecError as exc:
+        assert "\n" not in str(exc) and "tuning.json" in str(exc) or "--gpu" in str(exc), str(exc)
+        return None
+    return plan(spec, "specs/fuzz.toml", tuning.routes(spec))
+
+
+@pytest.fixture(scope="module")
+def tuning_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("tuning")
+
+
+@pytest.fixture(scope="module")
+def tuned_baseline(tuning_dir):
+    tuned = _tuned_plan(tuning_dir, BASE_TUNING, TUNED_GPU)
+    assert len(tuned.programs) == 3, "the baseline must be tuned: its docstring carries the tuning origin"
+    return python_skeletons(tuned)
+
+
+@SETTINGS
+@given(field=st.sampled_from(sorted(TUNING_FIELDS)), value=tuning_texts)
+def test_tuning_file_text_is_rejected_or_stays_data(tuning_dir, tuned_baseline, field, value):
+    data = copy.deepcopy(BASE_TUNING)
+    (key, entry), = data["problems"].items()
+    gpu = TUNED_GPU
+    if field == "gpu":
+        entry["gpus"] = {value: entry["gpus"][TUNED_GPU]}
+        gpu = value
+    elif field == "problem":
+        entry["problem"] = value
+    elif field == "problem key":
+        data["problems"] = {value: entry}
+    else:
+        at(entry["gpus"][TUNED_GPU], TUNING_FIELDS[field][:-1])[TUNING_FIELDS[field][-1]] = value
+    tuned = _tuned_plan(tuning_dir, data, gpu)
+    event("rejected" if tuned is None else "accepted")
+    if tuned is None:
+        return
+    if field == "problem key" and value != key:
+        assert len(tuned.programs) == 1, "winners under another problem's key must not be used"
+        return
+    assert python_skeletons(tuned) == tuned_baseline
+

@@ -17,6 +17,7 @@ from fusegen.tuning import (
     BUCKETS,
     BucketWinner,
     GpuWinners,
+    Measured,
     Tuning,
     TuningTable,
     WinnerHints,
@@ -118,6 +119,18 @@ def test_save_is_write_if_different_and_round_trips(tmp_path):
         (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["buckets"][0].update(first_tokens=2), "problems."),
         (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["buckets"][0]["hints"].update(threads="many"), "threads"),
         (lambda d: d.update(format=7), "format"),
+        # Every string is held to its form: text from the file reaches generated docstrings.
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(commit='"""\nimport os'), "measured.commit"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(commit="a" * 41), "measured.commit"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(date="yesterday"), "measured.date"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(date="2026-13-45"), "measured.date"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(torch="2.1 import os"), "measured.torch"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(driver="580\n"), "measured.driver"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(extra="x"), "measured.extra"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update({"GPU\u2028x": d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}), "gpus"),
+        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update({"G" * 65: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}), "gpus"),
+        (lambda d: d["problems"][next(iter(d["problems"]))].update(problem="rmsnorm\x1b[2J"), "problem"),
+        (lambda d: d["problems"].update({"not a key": d["problems"][next(iter(d["problems"]))]}), "problems"),
     ],
 )
 def test_a_damaged_tuning_file_is_an_error_naming_the_key(tmp_path, damage, key):
@@ -184,7 +197,7 @@ def test_a_candidate_replaces_the_planner_choice_only_when_clearly_faster():
     fast.median_us = dict(zip(at, (11.0, 15.0, 90.0)))
     wrong.median_us = dict(zip(at, (1.0, 1.0, 1.0)))
     wrong.rejected = "wrong results: 3 of 4096 fp8 codes differ"
-    result = winners(spec, [planner, close, fast, wrong], {"date": "2026-11-29", "commit": "x"})
+    result = winners(spec, [planner, close, fast, wrong], Measured(date="2026-11-29", commit="abc1234"))
     chosen = [b.hints.model_dump() for b in result.buckets]
     assert chosen == [planner.hints, fast.hints, fast.hints]
     assert [b.planner_median_us for b in result.buckets] == [10.0, 20.0, 100.0]
@@ -221,3 +234,47 @@ def test_a_tuned_hint_the_planner_cannot_follow_names_the_tuning_file():
     with pytest.raises(ChainError) as caught:
         plan(spec, "x.toml", routes_for(table, spec, GPU))
     assert "tuning winners" in caught.value.message and "fusegen tune" in caught.value.message
+
+
+def test_an_odd_gpu_name_on_the_command_line_is_a_usage_error(tmp_path):
+    """--gpu names the column of the tuning file whose text reaches kernel.py: held to the file's own rule."""
+    for command in (["build", str(ROOT / "specs" / "rms_norm.toml"), "--out", str(tmp_path / "out")], ["plan", str(ROOT / "specs" / "rms_norm.toml")]):
+        result = subprocess.run([sys.executable, "-m", "fusegen", *command, "--gpu", 'H200"""\nimport os'], capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 2, result.stderr
+        assert "--gpu" in result.stderr and "printable ASCII" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+ENVIRONMENT = {"gpu": "NVIDIA H200", "date": "2026-11-29T13:48:44+00:00", "commit": "3ece4af", "driver": "580.159.04",
+               "torch": "2.11.0+cu130", "tilelang": "0.1.15"}
+
+
+@pytest.mark.parametrize(
+    "changes, gpu_option, named",
+    [
+        ({"commit": '"""\nimport os'}, None, "FUSEGEN_COMMIT"),
+        ({"gpu": "NVIDIA\nH200"}, None, "--gpu"),
+        ({"gpu": "NVIDIA H200"}, "\x1b[2J", "--gpu"),
+        ({"driver": "580; rm -rf"}, None, "driver"),
+    ],
+)
+def test_tune_refuses_text_the_tuning_file_cannot_hold_before_tuning(monkeypatch, capsys, changes, gpu_option, named):
+    """FUSEGEN_COMMIT and the GPU's name go into tuning.json and from there into kernel.py: tune checks
+    them first, as a usage error (exit 2) naming where the value came from."""
+    import fusegen.bench
+    from fusegen.cli import main
+
+    env = {**ENVIRONMENT, **changes}
+    monkeypatch.setenv("FUSEGEN_COMMIT", env["commit"])
+    monkeypatch.setattr(fusegen.bench, "environment", lambda: env)
+    argv = ["tune", str(ROOT / "specs" / "rms_norm.toml"), "--tuning", "/nonexistent/tuning.json"]
+    assert main(argv + (["--gpu", gpu_option] if gpu_option else [])) == 2
+    err = capsys.readouterr().err
+    assert named in err and len(err.splitlines()) == 2, err
+
+
+def test_tune_records_a_valid_environment():
+    from fusegen.tune import recorded_environment
+
+    assert recorded_environment(ENVIRONMENT, None) == ("NVIDIA H200", Measured(**{k: v for k, v in ENVIRONMENT.items() if k != "gpu"}))
+    assert recorded_environment(ENVIRONMENT, "H200 SXM")[0] == "H200 SXM"

@@ -12,7 +12,7 @@ from typing import Literal, Union
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal
+from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
 from . import RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, register
 
@@ -128,7 +128,7 @@ def _declare(stage: Stage, frame: KernelFrame) -> list[str]:
     return [
         f'group_scale = T.alloc_fragment({shape}, "float32")',
         f'inverse_scale = T.alloc_fragment({shape}, "float32")',
-        f'quantized = T.alloc_fragment(({frame.bm}, {frame.columns}), "{stage.params["fp8_dtype"]}")',
+        f"quantized = T.alloc_fragment(({frame.bm}, {frame.columns}), {string_literal(stage.params['fp8_dtype'])})",
     ]
 
 
@@ -155,7 +155,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
         # values to ±fp8_max and keeps NaN NaN, as the reference's clamp does. A T.clamp here cost two
         # instructions per element in kernels that issue an instruction on ~2 of every 3 cycles (ncu,
         # NOTES.md step 14), and turned NaN into fp8_max.
-        f'    quantized[i, j] = T.cast(row[i, j] * inverse_scale[{at_column}], "{p["fp8_dtype"]}")',
+        f"    quantized[i, j] = T.cast(row[i, j] * inverse_scale[{at_column}], {string_literal(p['fp8_dtype'])})",
         f"T.copy(quantized, Q[{frame.token('0')}, 0])",
         *store_scale,
     ]

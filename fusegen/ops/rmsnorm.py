@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal
+from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
 from . import RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
 
@@ -105,7 +105,7 @@ def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     bm, cols = frame.bm, frame.columns
     as_float = 'T.cast(row_shared[i, j], "float32")'
     return [
-        f'row_shared = T.alloc_shared(({bm}, {cols}), "{dtype}")',
+        f"row_shared = T.alloc_shared(({bm}, {cols}), {string_literal(dtype)})",
         f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
         f'rstd = T.alloc_fragment(({bm},), "float32")',
         f"T.copy(X[{frame.token('0')}, 0], row_shared, disable_tma=True)",
@@ -114,7 +114,7 @@ def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
         *_rstd_lines(stage, frame),
         f"for i, j in T.Parallel({bm}, {cols}):",
-        f'    row_shared[i, j] = T.cast({_scale_expr(stage, frame, as_float)}, "{dtype}")',
+        f"    row_shared[i, j] = T.cast({_scale_expr(stage, frame, as_float)}, {string_literal(dtype)})",
         f"T.copy(row_shared, Y[{frame.token('0')}, 0], disable_tma=True)",
     ]
 
