@@ -9,6 +9,9 @@ from .ops import REGISTRY
 from .plan import plan_as_dict
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
+# The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the
+# program reads (T, m, min, the stream grid, ...); the kernel's name is its global symbol.
+PRIM_FUNC = "fused"
 
 
 def header(plan: Plan, comment: str = "#") -> str:
@@ -151,13 +154,14 @@ def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
         *grid_line,
         "",
         "    @T.prim_func",
-        f"    def {plan.name}(",
+        f"    def {PRIM_FUNC}(",
         *indent(signature, 8),
         "    ):",
         f"        with T.Kernel({_grid(plan, s)}, threads={s.threads}) as block:",
         *indent(kernel_body(plan, route), 12),
         "",
-        f"    return {plan.name}",
+        # The kernel's name is data (CUDA calls the kernel NAME_kernel), never a name bound in this scope.
+        f'    return {PRIM_FUNC}.with_attr("global_symbol", NAME)',
         "",
         "",
     ]

@@ -10,7 +10,7 @@ from . import __version__
 from .errors import ChainError
 from .model import DTYPE_BYTES, HOPPER_SMS, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor
 from .ops import REGISTRY
-from .spec import KernelSpec, ScheduleHints, chain_context
+from .spec import MAX_TOKENS, KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
 
 # The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
@@ -241,6 +241,19 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     )
 
 
+# The SMs of the full GH100 die, more than any Hopper part enables: a stream program sizes its grid from
+# the GPU it compiles on, so its token bound must hold for the largest grid it can get.
+MAX_HOPPER_SMS = 144
+
+
+def stream_token_limit(blocks_per_sm: int, slots: int) -> int:
+    """The most tokens a stream program can count: TileLang does its token index math in int32 (addresses
+    are int64), and the largest index it forms is the copy issued slots − 1 grids ahead of the last token,
+    which also covers the loop bound's ceildiv(tokens − block, grid) (tokens + grid − 1). A pinned count
+    past this fails to compile (the constant overflows); a dynamic one would wrap."""
+    return MAX_TOKENS + 1 - (slots - 1) * blocks_per_sm * MAX_HOPPER_SMS
+
+
 def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     """Sizes the persistent grid of a stream schedule: blocks per SM within the SM's shared memory,
     threads and registers (the launch bound holds every thread to SM_REGISTERS / resident threads)."""
@@ -283,6 +296,13 @@ def _with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
     else:
         comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
         blocks, why = comfortable[-1], f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
+    limit = stream_token_limit(blocks, slots)
+    if spec.tokens is not None and spec.tokens > limit:
+        raise ChainError(
+            "tokens",
+            f"{spec.tokens} is more than \"stream\" at {blocks} blocks per SM and a {slots}-slot ring can count: its int32 "
+            f"token index reaches the last token plus {slots - 1} grid(s) of up to {blocks * MAX_HOPPER_SMS} blocks; allowed 1 … {limit}",
+        )
     reason = (
         f"persistent grid of {blocks} blocks per SM × the SMs of the GPU it compiles on ({why}; {blocks * HOPPER_SMS} "
         f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "

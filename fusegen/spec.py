@@ -28,14 +28,9 @@ MAX_HIDDEN = 65536
 MIN_HIDDEN = 16
 # Grid x is a signed 32-bit count of row blocks.
 MAX_TOKENS = 2**31 - 1
+# No other name is reserved: the generated module never binds the kernel's name (emit.PRIM_FUNC).
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-# The generated kernel.py defines the kernel function inside program(), next to `m` (the dynamic token
-# count) and reading `T` (tilelang.language): a kernel with either name would shadow it and not build.
-RESERVED_NAMES = {"T": "tilelang.language", "m": "the token count"}
-NAME_RULE = (
-    "a name of ASCII letters, digits and '_', starting with a letter, at most 64 characters, "
-    f"not a Python keyword, {' or '.join(map(repr, RESERVED_NAMES))}"
-)
+NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at most 64 characters, not a Python keyword"
 MAX_SPEC_BYTES = 64 * 1024
 
 
@@ -80,10 +75,10 @@ class KernelSpec(_Strict):
 
 
 def check_name(name: str) -> None:
-    """The name becomes a directory, a Python package and a function: only a plain identifier is safe as all three."""
+    """The name becomes a directory, a Python package and the CUDA kernel's name: only a plain identifier
+    is safe as all three."""
     if NAME_PATTERN.fullmatch(name) and not keyword.iskeyword(name) and not keyword.issoftkeyword(name):
-        if name not in RESERVED_NAMES:
-            return
+        return
     raise ChainError("name", f"{_name_problem(name)}; it must be {NAME_RULE}")
 
 
@@ -99,8 +94,6 @@ def _name_problem(name: str) -> str:
         return f"{shown(name)} contains {shown(foreign)} ({what}), which is not ASCII"
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         return f"{shown(name)} is a Python keyword"
-    if name in RESERVED_NAMES:
-        return f"{shown(name)} is what the generated kernel module calls {RESERVED_NAMES[name]}"
     if not name[0].isalpha():
         return f"{shown(name)} starts with {shown(name[0])}"
     bad = next(c for c in name if not (c.isalnum() or c == "_"))

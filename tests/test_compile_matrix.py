@@ -51,3 +51,34 @@ def test_stream_grid_is_sized_from_the_gpu_it_is_built_on(scratch, monkeypatch):
     # The block loop strides by the grid, and no trace of the 132-SM grid is left.
     assert f"/ {grid})" in source and f"{grid - 1})" in source
     assert str(blocks_per_sm * 132) not in source
+
+
+# One compile per variant under the name most likely to collide with what its program reads (the builtin
+# `min` sizes a pinned stream grid; `T` is tilelang.language; `m` the token count; `range` a builtin).
+NASTY_NAMES = [("fragment", "T", None), ("stream", "m", None), ("naive", "range", None), ("splitk", "program_0", None)]
+
+
+def _one_rmsnorm_or_chain(name: str, variant: str, tokens: int | None) -> KernelSpec:
+    chain = [{"kind": "rmsnorm"}] + ([] if variant in ("naive", "splitk") else [{"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}])
+    return KernelSpec.model_validate({"name": name, "dtype": "bfloat16", "hidden": 4096, "tokens": tokens, "op": chain, "schedule": {"variant": variant}})
+
+
+@pytest.mark.parametrize("variant, name, tokens", NASTY_NAMES, ids=[f"{v}-{n}" for v, n, _ in NASTY_NAMES])
+def test_a_kernel_named_like_what_its_program_reads_compiles(variant, name, tokens, scratch):
+    failures = cuda_check_failures(_one_rmsnorm_or_chain(name, variant, tokens), scratch / "names")
+    assert not failures, failures
+
+
+def test_stream_compiles_at_its_token_bound_named_min(scratch):
+    """The stream program's int32 token index at the largest count the planner allows (plan.stream_token_limit),
+    under the name of the builtin its pinned grid is sized with; one more is a spec error naming tokens."""
+    from fusegen.errors import ChainError
+    from fusegen.plan import plan, stream_token_limit
+
+    spec = _one_rmsnorm_or_chain("min", "stream", 1)
+    schedule = plan(spec, "x").schedule
+    limit = stream_token_limit(schedule.blocks_per_sm, schedule.ring_slots)
+    failures = cuda_check_failures(spec.model_copy(update={"tokens": limit}), scratch / "bound")
+    assert not failures, failures
+    with pytest.raises(ChainError, match=rf"^tokens: .*allowed 1 … {limit}$"):
+        plan(spec.model_copy(update={"tokens": limit + 1}), "x")

@@ -9,6 +9,7 @@ exactly where any other name would. File names with newlines and quotes must sta
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import keyword
 import re
@@ -292,38 +293,85 @@ def _blank_identity(kernel_plan, files: dict[str, str]) -> dict[str, str]:
 REFERENCE_PLAN, REFERENCE_FILES = rendered(PLACEHOLDER)
 
 
-def _names_around_the_kernel_function(kernel_py: str) -> set[str]:
-    """Names a generated program_<k>() binds or reads in the scope where it defines the kernel function,
-    and names the kernel body reads from outside: a kernel named like one of them would shadow it."""
-    program = next(t for t in symtable.symtable(kernel_py, "kernel.py", "exec").get_children() if t.get_name().startswith("program_"))
-    names = {s.get_name() for s in program.get_symbols()}
-    for nested in program.get_children():
-        names |= {s.get_name() for s in nested.get_symbols() if s.is_free() or s.is_global()}
-    return names - {PLACEHOLDER}
+def skeleton(source: str) -> str:
+    """The module's AST with every constant reduced to its type: what the emitter decides (statements,
+    names, attributes), not the text it carries."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            node.value = type(node.value).__name__
+    return ast.dump(tree, annotate_fields=False)
 
 
-SHADOWED = _names_around_the_kernel_function(REFERENCE_FILES["kernel.py"])
+def python_skeletons(kernel_plan: Plan) -> dict[str, str]:
+    """The skeleton of every generated Python file, by file name (the test file's with the name left out)."""
+    return {
+        "test_<name>.py" if file_name == f"test_{kernel_plan.name}.py" else file_name: skeleton(text)
+        for file_name, text in render(kernel_plan).items()
+        if file_name.endswith(".py")
+    }
 
 
-def test_reference_render_uses_the_name_only_as_whole_identifiers():
-    for text in REFERENCE_FILES.values():
-        assert text.count(PLACEHOLDER) == len(re.findall(rf"(?<![A-Za-z0-9_]){PLACEHOLDER}(?![A-Za-z0-9_])", text))
-    definitions = [n.name for n in ast.walk(ast.parse(REFERENCE_FILES["kernel.py"])) if isinstance(n, ast.FunctionDef)]
-    assert PLACEHOLDER in definitions
-
-
-@pytest.mark.parametrize("name", sorted(SHADOWED))
-def test_names_the_generated_module_uses_are_rejected(name):
+def variant_spec(name: str, variant: str, tokens: int | None = None) -> dict:
+    """BASE (or, for the variants made for it, a chain of one rmsnorm) under `name` with this variant."""
     raw = copy.deepcopy(BASE)
-    raw["name"] = name
-    with pytest.raises(SpecError, match="name"):
-        parse_spec(dump(raw), "specs/fuzz.toml")
+    raw.update(name=name, schedule={"variant": variant}, **({"tokens": tokens} if tokens else {}))
+    if variant in ("naive", "splitk"):
+        raw["op"] = raw["op"][:1]
+    return raw
+
+
+# Every variant's module (stream twice: a pinned token count sizes its grid with the builtin `min`).
+VARIANTS = [("fragment", None), ("stream", None), ("stream", 4096), ("naive", None), ("splitk", None)]
+
+
+def _variant_plan(name: str, variant: str, tokens: int | None) -> Plan:
+    return plan(parse_spec(dump(variant_spec(name, variant, tokens)), "specs/fuzz.toml"), "specs/fuzz.toml")
+
+
+def _identifiers(text: str) -> set[str]:
+    """Every name any scope of a module binds or reads."""
+    names, scopes = set(), [symtable.symtable(text, "module.py", "exec")]
+    while scopes:
+        scope = scopes.pop()
+        names |= {symbol.get_name() for symbol in scope.get_symbols()}
+        scopes += scope.get_children()
+    return names
+
+
+VARIANT_PLANS = {variant: _variant_plan(PLACEHOLDER, *variant) for variant in VARIANTS}
+VARIANT_FILES = {variant: {f: text for f, text in render(p).items() if f.endswith(".py")} for variant, p in VARIANT_PLANS.items()}
+# Every name a generated module uses, and every builtin one could reach: a kernel may be named like any of them.
+USED_NAMES = sorted({n for files in VARIANT_FILES.values() for text in files.values() for n in _identifiers(text)} | set(dir(builtins)))
+NAMEABLE = [n for n in USED_NAMES if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", n) and is_plain_identifier(n)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=str)
+def test_the_kernel_name_is_no_identifier_of_any_generated_module(variant):
+    """The name is data (NAME, docstrings, the CUDA kernel's global symbol), never a name bound or read in
+    any scope: so no kernel name can shadow a builtin or a name the module uses, whatever it is."""
+    for file_name, text in VARIANT_FILES[variant].items():
+        assert PLACEHOLDER not in _identifiers(text), file_name
+        tree = ast.parse(text)
+        # Where the name does appear, it is inside a string constant (or the header comment).
+        in_constants = sum(n.value.count(PLACEHOLDER) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+        in_comments = sum(line.count(PLACEHOLDER) for line in text.splitlines() if line.lstrip().startswith("#"))
+        assert text.count(PLACEHOLDER) == in_constants + in_comments, file_name
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=str)
+def test_every_used_name_is_a_kernel_name_that_changes_no_statement(variant):
+    """Every builtin and every name the modules use is accepted as a kernel name, and the modules then
+    parse to the same statements as with any other name."""
+    baseline = python_skeletons(VARIANT_PLANS[variant])
+    for name in NAMEABLE:
+        assert python_skeletons(_variant_plan(name, *variant)) == baseline, name
 
 
 @settings(max_examples=60, deadline=None)
 @given(name=near_names)
 def test_accepted_name_sits_where_any_name_would(name):
-    acceptable = bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name)) and is_plain_identifier(name) and name not in SHADOWED
+    acceptable = bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name)) and is_plain_identifier(name)
     try:
         kernel_plan, files = rendered(name)
     except SpecError:
@@ -404,27 +452,6 @@ def _tuning_data(spec: KernelSpec) -> dict:
     return {"format": 1, "problems": {problem_key(spec): {"problem": problem_summary(spec), "gpus": gpus}}}
 
 
-def skeleton(source: str, kernel_name: str) -> str:
-    """The module's AST with every constant reduced to its type and the kernel's name to a placeholder:
-    what the emitter decides (statements, names, attributes), not the text it carries."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
-            node.value = type(node.value).__name__
-        for field in ("name", "id", "attr", "arg", "module"):
-            if getattr(node, field, None) == kernel_name:
-                setattr(node, field, PLACEHOLDER)
-    return ast.dump(tree, annotate_fields=False)
-
-
-def python_skeletons(kernel_plan: Plan) -> dict[str, str]:
-    return {
-        file_name.replace(kernel_plan.name, PLACEHOLDER): skeleton(text, kernel_plan.name)
-        for file_name, text in render(kernel_plan).items()
-        if file_name.endswith(".py")
-    }
-
-
 BASE_SPEC = parse_spec(dump({**BASE, "name": PLACEHOLDER}), "specs/fuzz.toml")
 BASE_TUNING = _tuning_data(BASE_SPEC)
 # (path in the tuning data, how to put text there): a value, or a dict key (the GPU's, the problem's).
@@ -494,3 +521,19 @@ def test_tuning_file_text_is_rejected_or_stays_data(tuning_dir, tuned_baseline, 
         return
     assert python_skeletons(tuned) == tuned_baseline
 
+
+@SETTINGS
+@given(name=near_names, spec_file=st.one_of(st.text(max_size=30), st.sampled_from(BREAKOUTS)))
+def test_spec_text_is_rejected_or_stays_data(name, spec_file):
+    """The spec's only free text, its name (the other string fields hold only the literals they allow, as
+    the tests above show) and its file's name, with the same skeleton check."""
+    raw = copy.deepcopy(BASE)
+    raw["name"] = name
+    try:
+        spec = parse_spec(dump(raw), spec_file)
+        kernel_plan = plan(spec, spec_file)
+    except (SpecError, ChainError):
+        event("rejected")
+        return
+    event("accepted")
+    assert python_skeletons(kernel_plan) == python_skeletons(plan(BASE_SPEC, "specs/fuzz.toml"))

@@ -37,7 +37,7 @@ def program_0():
     m = T.dynamic("m")
 
     @T.prim_func
-    def layer_norm_fwd(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Bias: T.Tensor((4096,), "float16"),
@@ -105,7 +105,7 @@ def program_0():
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j] + bias_staged[j]
             T.copy(row, Y[block, 0])
 
-    return layer_norm_fwd
+    return fused.with_attr("global_symbol", NAME)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

@@ -37,7 +37,7 @@ def program_0():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_naive_row_per_block(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
@@ -69,7 +69,7 @@ def program_0():
                 row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)
 
-    return rms_norm_naive_row_per_block
+    return fused.with_attr("global_symbol", NAME)
 
 
 def program_1():
@@ -77,7 +77,7 @@ def program_1():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_naive_row_per_block(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
@@ -109,7 +109,7 @@ def program_1():
                 row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)
 
-    return rms_norm_naive_row_per_block
+    return fused.with_attr("global_symbol", NAME)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

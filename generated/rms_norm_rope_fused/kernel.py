@@ -40,7 +40,7 @@ def program_0():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_rope_fused(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Cos: T.Tensor((m, 32), "float32"),
@@ -89,7 +89,7 @@ def program_0():
                 row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             T.copy(row, Y[block, 0])
 
-    return rms_norm_rope_fused
+    return fused.with_attr("global_symbol", NAME)
 
 
 def program_1():
@@ -97,7 +97,7 @@ def program_1():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_rope_fused(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Cos: T.Tensor((m, 32), "float32"),
@@ -146,7 +146,7 @@ def program_1():
                 row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             T.copy(row, Y[block, 0])
 
-    return rms_norm_rope_fused
+    return fused.with_attr("global_symbol", NAME)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

@@ -43,7 +43,7 @@ def program_0():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_rope_quant_fp8_only(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Cos: T.Tensor((m, 32), "float32"),
@@ -118,7 +118,7 @@ def program_0():
             for i in T.Parallel(1):
                 Scale[block, 0] = group_scale[i]
 
-    return rms_norm_rope_quant_fp8_only
+    return fused.with_attr("global_symbol", NAME)
 
 
 def program_1():
@@ -126,7 +126,7 @@ def program_1():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_rope_quant_fp8_only(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Cos: T.Tensor((m, 32), "float32"),
@@ -198,7 +198,7 @@ def program_1():
             for i in T.Parallel(1):
                 Scale[block, 0] = group_scale[i]
 
-    return rms_norm_rope_quant_fp8_only
+    return fused.with_attr("global_symbol", NAME)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

@@ -32,7 +32,7 @@ def program_0():
     m = T.dynamic("m")
 
     @T.prim_func
-    def rms_norm_splitk(
+    def fused(
         X: T.Tensor((m, 4096), "float16"),
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
@@ -71,7 +71,7 @@ def program_0():
                     chunk[i, j] = chunk[i, j] * rstd[i] * Weight[chunk_start + j]
                 T.copy(chunk, Y[block, chunk_start])
 
-    return rms_norm_splitk
+    return fused.with_attr("global_symbol", NAME)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
