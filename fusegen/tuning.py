@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from .errors import SpecError, shown
 from .model import TokenRange
 
 TUNING_FILE = "tuning.json"
+# The committed file of every example at two widths and two dtypes is ~50 KB; a limit far above any real
+# table, so a runaway or hostile file is refused before it is parsed.
+MAX_TUNING_BYTES = 16 * 1024 * 1024
 # Build machines have no GPU: the winners of this GPU are used unless `--gpu` names another.
 DEFAULT_GPU = "NVIDIA H200"
 
@@ -194,14 +198,30 @@ def problem_summary(spec) -> str:
     )
 
 
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, refused unless it is a regular file of at most MAX_TUNING_BYTES: opened without
+    blocking and checked before reading, so a FIFO cannot hang the build nor /dev/zero exhaust memory."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise SpecError(str(path), "", "is not a regular file; a tuning file is JSON written by `fusegen tune`")
+    with os.fdopen(handle, "rb") as file:
+        data = file.read(MAX_TUNING_BYTES + 1)
+    if len(data) > MAX_TUNING_BYTES:
+        raise SpecError(str(path), "", f"is more than {MAX_TUNING_BYTES} bytes; a tuning file written by `fusegen tune` is far smaller")
+    return data
+
+
 def load_table(path: Path) -> TuningTable:
     """The table in `path`; no file is an empty table. A damaged file is a SpecError naming the key."""
     if not path.exists():
         return TuningTable()
     try:
-        return TuningTable.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return TuningTable.model_validate(json.loads(_read_bounded(path).decode("utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(str(path), "", f"is not a readable JSON tuning file ({exc}); delete it or run `fusegen tune` again") from None
+    except RecursionError:
+        raise SpecError(str(path), "", "nests arrays or objects too deeply to be a tuning file; delete it or run `fusegen tune` again") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])

@@ -3,6 +3,7 @@ winning over tuned ones, damaged files reported by key, and the tune command's c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from fusegen.spec import KernelSpec, load_spec
 from fusegen.tune import candidates
 from fusegen.tuning import (
     BUCKETS,
+    MAX_TUNING_BYTES,
     BucketWinner,
     GpuWinners,
     Measured,
@@ -278,3 +280,24 @@ def test_tune_records_a_valid_environment():
 
     assert recorded_environment(ENVIRONMENT, None) == ("NVIDIA H200", Measured(**{k: v for k, v in ENVIRONMENT.items() if k != "gpu"}))
     assert recorded_environment(ENVIRONMENT, "H200 SXM")[0] == "H200 SXM"
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: p.write_text("[" * 100000), "too deeply"),
+        (lambda p: p.write_text('{"problems": ' * 5000 + "{}" + "}" * 5000), "too deeply"),
+        (lambda p: os.mkfifo(p), "not a regular file"),
+        (lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
+        (lambda p: p.mkdir(), "not a regular file"),
+        (lambda p: p.write_bytes(b" " * (MAX_TUNING_BYTES + 1)), "more than"),
+    ],
+    ids=["deep-array", "deep-object", "fifo", "dev-zero", "directory", "huge"],
+)
+def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_path, make, says):
+    """No traceback, no hang on a FIFO, no unbounded read of /dev/zero: a SpecError naming the file."""
+    path = tmp_path / "tuning.json"
+    make(path)
+    with pytest.raises(SpecError, match=says) as caught:
+        Tuning.load(path, GPU)
+    assert str(path) in str(caught.value)
