@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import __version__
+from .errors import one_line
 
 DEFAULT_TOKENS = (1, 8, 256, 4096, 16384)
 BASELINES = ("eager", "compile", "compile_dynamic")
@@ -319,6 +320,9 @@ def results_markdown(results: dict, image: str | None = None) -> str:
 
 class RecordError(Exception):
     """A results directory or a section of the benchmarks file that is not there."""
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())  # it names files, whose names may hold line breaks or escapes
 
 
 def record_begin(results_dir: str) -> str:

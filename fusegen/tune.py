@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ChainError
+from .errors import ChainError, one_line
 from .model import Plan, TokenRange
 from .plan import plan, thread_counts
 from .spec import KernelSpec, ScheduleHints
@@ -217,7 +217,7 @@ def main(args) -> int:
     text = render_report(report, env)
     (out / "tune.md").write_text(text)
     print(text)
-    print(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it")
+    print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
     return 0
 
 
