@@ -17,8 +17,12 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
+from .errors import one_line, shown
 
 DEFAULT_TOKENS = (1, 8, 256, 4096, 16384)
 BASELINES = ("eager", "compile", "compile_dynamic")
@@ -29,18 +33,32 @@ MAX_SETS = 64
 COPY_BYTES = 1 << 30
 
 
+# A time or a bandwidth: positive and finite (the tables divide by the median and the copy ceiling). The
+# bounds check what `fusegen record` reads back from a bench.json; `fusegen bench` builds rows directly.
+Measured = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 @dataclass
 class Row:
     kernel: str
-    tokens: int
+    tokens: Annotated[int, Field(ge=1)]
     impl: str  # fusegen | copy | eager | compile | compile_dynamic
-    median_us: float
-    p10_us: float
-    p90_us: float
-    ledger_bytes: int
-    tb_per_s: float
-    host_us_per_call: float | None
+    median_us: Measured
+    p10_us: Measured
+    p90_us: Measured
+    ledger_bytes: Annotated[int, Field(ge=0)]
+    tb_per_s: Measured
+    host_us_per_call: Optional[Measured]
     schedule: str = ""  # the program that served this count (fusegen rows)
+
+
+class BenchResults(BaseModel):
+    """bench.json as `fusegen bench` writes it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    environment: dict[str, Optional[str]]
+    copy_tb_per_s: Measured
+    rows: list[Row]
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float, float]:
@@ -320,6 +338,9 @@ def results_markdown(results: dict, image: str | None = None) -> str:
 class RecordError(Exception):
     """A results directory or a section of the benchmarks file that is not there."""
 
+    def __str__(self) -> str:
+        return one_line(super().__str__())  # it names files, whose names may hold line breaks or escapes
+
 
 def record_begin(results_dir: str) -> str:
     return f"<!-- fusegen bench results: {results_dir} -->"
@@ -336,18 +357,34 @@ def record(benchmarks: Path, results_dirs: list[Path]) -> None:
     except OSError as exc:
         raise RecordError(f"{benchmarks}: cannot read it ({exc.strerror})") from None
     for results_dir in results_dirs:
-        try:
-            results = json.loads((results_dir / "bench.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RecordError(f"{results_dir / 'bench.json'}: no bench results there ({exc})") from None
+        results = read_results(results_dir / "bench.json")
         begin = record_begin(results_dir.as_posix())
         start = text.find(begin)
         end = text.find(RECORD_END, start)
         if start < 0 or end < 0:
             raise RecordError(f"{benchmarks}: no section for {results_dir.as_posix()}; put `{begin}` and `{RECORD_END}` where its table goes")
         image = Path(os.path.relpath(results_dir / "bench.png", benchmarks.parent)).as_posix()
-        text = f"{text[:start + len(begin)]}\n{results_markdown(results, image)}{text[end:]}"
+        text = f"{text[:start + len(begin)]}\n{results_markdown(results.model_dump(), image)}{text[end:]}"
     benchmarks.write_text(text, encoding="utf-8")
+
+
+def read_results(path: Path) -> BenchResults:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: no bench results there ({exc.strerror})") from None
+    try:
+        return BenchResults.model_validate_json(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        if error["type"] == "json_invalid":
+            raise RecordError(f"{path}: not JSON ({error['ctx']['error']}); a bench.json as `fusegen bench` writes it") from None
+        key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+        where = f"{key}: " if key else ""
+        problem = "required key is missing" if error["type"] == "missing" else (
+            f"{error['msg'][0].lower()}{error['msg'][1:]}, got {shown(error['input'])}"
+        )
+        raise RecordError(f"{path}: {where}{problem}; a bench.json as `fusegen bench` writes it") from None
 
 
 def main(args) -> int:

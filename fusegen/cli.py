@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import SPEC_ERROR_EXIT, SpecError
+from .errors import SPEC_ERROR_EXIT, SpecError, one_line
 
 
 def _report_errors(errors: list[SpecError]) -> int:
@@ -51,7 +51,7 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-    print(f"{len(built)} kernel(s) in {args.out}/" + (f"; {failing} CUDA check(s) failed" if failing else ""))
+    print(one_line(f"{len(built)} kernel(s) in {args.out}/") + (f"; {failing} CUDA check(s) failed" if failing else ""))
     return 0
 
 
@@ -88,7 +88,7 @@ def cmd_record(args) -> int:
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return SPEC_ERROR_EXIT
-    print(f"{args.benchmarks}: {len(args.results)} section(s) written")
+    print(one_line(f"{args.benchmarks}: {len(args.results)} section(s) written"))
     return 0
 
 

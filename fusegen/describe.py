@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .emit import schedule_summary
+from .errors import one_line
 from .model import Plan
 
 
@@ -13,7 +14,7 @@ def describe_plan(p: Plan) -> str:
     m = p.ledger_tokens
     fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
     out = [
-        f"{p.name}  ({p.identity}, from {p.spec_file})",
+        f"{p.name}  ({p.identity}, from {one_line(p.spec_file)})",
         f"  {p.dtype}, hidden {p.hidden}, tokens {'pinned to ' + str(p.tokens) if p.tokens else 'dynamic'}",
         "",
         "schedule" + (" by token count" if len(p.routes) > 1 else ""),

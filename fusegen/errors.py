@@ -3,10 +3,18 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import reprlib
 from dataclasses import dataclass
 
 # Exit status of the CLI when a spec is wrong, distinct from crashes (1) and success (0).
 SPEC_ERROR_EXIT = 2
+
+# Tables and arrays in a message are written a few levels deep, no more: TOML lets a spec nest them
+# thousands of levels deep (dotted keys), past the recursion limit of repr. `shown` cuts the text at 60
+# characters anyway, so only the depth limit changes what a person sees.
+_NESTED_VALUE = reprlib.Repr()
+_NESTED_VALUE.maxlevel = 3
+_NESTED_VALUE.maxdict = _NESTED_VALUE.maxlist = _NESTED_VALUE.maxstring = _NESTED_VALUE.maxother = 60
 
 
 def did_you_mean(word: str, choices, aliases: dict[str, str] | None = None) -> str:
@@ -30,9 +38,9 @@ def shown(value) -> str:
     elif isinstance(value, (datetime.date, datetime.time)):
         text = f"the date/time {value.isoformat()}"
     elif isinstance(value, dict):
-        text = f"a table {value!r}"
+        text = f"a table {_NESTED_VALUE.repr(value)}"
     elif isinstance(value, list):
-        text = f"an array {value!r}"
+        text = f"an array {_NESTED_VALUE.repr(value)}"
     else:
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

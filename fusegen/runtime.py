@@ -120,6 +120,16 @@ class Launcher:
         if tensor.device != device:
             self._fail(f"{role} '{spec.name}' is on {tensor.device} but '{self.inputs[0].name}' is on {device}")
 
+    def _check_out(self, out) -> None:
+        # Only a sequence of the outputs in order: a tensor also has a len() and would be split into rows,
+        # and a generator would be used up by the checks before the launch.
+        names = ", ".join(s.name for s in self.outputs)
+        expected = f"an Outputs, tuple or list of {len(self.outputs)} tensors ({names})"
+        if not isinstance(out, (tuple, list)):
+            self._fail(f"out must be {expected}, got {type(out).__name__}")
+        if len(out) != len(self.outputs):
+            self._fail(f"out must be {expected}, got {len(out)} item(s)")
+
     def __call__(self, *args, out=None):
         if len(args) != len(self.inputs):
             names = ", ".join(s.name for s in self.inputs)
@@ -133,8 +143,8 @@ class Launcher:
         device = first.device
         for spec, tensor in zip(self.inputs, args):
             self._check_form(spec, tensor, tokens, "input")
-        if out is not None and len(out) != len(self.outputs):
-            self._fail(f"out must hold {len(self.outputs)} tensors, got {len(out)}")
+        if out is not None:
+            self._check_out(out)
         for spec, tensor in zip(self.outputs, out or ()):
             self._check_form(spec, tensor, tokens, "output")
         for role, specs, tensors in (("input", self.inputs, args), ("output", self.outputs, out or ())):

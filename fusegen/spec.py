@@ -5,8 +5,11 @@ Every failure becomes one SpecError naming the file, the line where it can be kn
 """
 from __future__ import annotations
 
+import errno
 import keyword
+import os
 import re
+import stat
 import tomllib
 import unicodedata
 from dataclasses import dataclass
@@ -329,11 +332,23 @@ def _pydantic_error(file: str, text: str, raw: dict, exc: ValidationError) -> Sp
 def read_spec_text(path: Path) -> str:
     shown_path = str(path)
     try:
-        data = path.read_bytes()
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise SpecError(shown_path, "", f"cannot read the file: {exc.strerror}; a spec is a TOML file") from None
+        raise SpecError(shown_path, "", unreadable_reason(exc)) from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            # A device (a link to /dev/zero) never ends and a FIFO may never write: only a file has a size.
+            raise SpecError(shown_path, "", f"is {file_kind(status.st_mode)}, not a regular file; a spec is a TOML file")
+        data = _read_at_most(descriptor, MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(shown_path, "", unreadable_reason(exc)) from None
+    finally:
+        os.close(descriptor)
     if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(shown_path, "", f"is {len(data)} bytes; a spec is a small TOML file (at most {MAX_SPEC_BYTES})")
+        size = max(status.st_size, len(data))
+        raise SpecError(shown_path, "", f"is {size} bytes; a spec is a small TOML file (at most {MAX_SPEC_BYTES})")
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         raise SpecError(shown_path, "", "is a binary file (it holds NUL bytes), not a TOML spec", line)
@@ -353,6 +368,27 @@ def read_spec_text(path: Path) -> str:
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
         raise SpecError(shown_path, "", f"holds only comments; a spec needs at least {_REQUIRED}")
     return text
+
+
+def _read_at_most(descriptor: int, limit: int) -> bytes:
+    """Up to `limit` bytes: one past the size limit is enough to refuse a file, however large it is."""
+    chunks, left = [], limit
+    while left and (chunk := os.read(descriptor, left)):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def unreadable_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a loop of symbolic links (following them comes back to where they start); point it at a spec file"
+    return f"cannot be read: {exc.strerror}"
+
+
+def file_kind(mode: int) -> str:
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 _REQUIRED = "name, dtype, hidden and one [[op]] table"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .errors import ChainError, SpecError
+from .errors import ChainError, SpecError, one_line
 from .model import Plan, TokenRange
 from .plan import plan, thread_counts
 from .spec import KernelSpec, ScheduleHints
@@ -244,7 +244,7 @@ def main(args) -> int:
     text = render_report(report, env)
     (out / "tune.md").write_text(text)
     print(text)
-    print(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it")
+    print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
     return 0
 
 

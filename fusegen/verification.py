@@ -8,6 +8,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .errors import one_line
+
 
 def _kernel_of(nodeid: str) -> str:
     """Groups a test under the kernel it proves: a generated kernel, a matrix case, or an edge-case test."""
@@ -63,7 +65,7 @@ def main(argv: list[str]) -> int:
     logs = {Path(log).stem: Path(log).read_text() for log in argv[2:]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(report, logs))
-    print(f"wrote {out}")
+    print(one_line(f"wrote {out}"))
     return 0
 
 

@@ -10,6 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fusegen.bench import RECORD_END, RecordError, Row, record, record_begin
 
@@ -81,3 +83,76 @@ def test_command_line_reports_an_error_without_a_traceback(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def valid_results() -> dict:
+    row = asdict(Row("k", 8, "fusegen", 10.0, 9.0, 11.0, 1024, 0.1, 2.5, "fragment, 128 threads"))
+    return {"environment": dict(ENVIRONMENT, driver=None), "copy_tb_per_s": 4.2, "rows": [row, dict(row, impl="compile", host_us_per_call=None)]}
+
+
+def paths_in(value, prefix=()):
+    """Every place in a JSON document: the keys of its objects and the indices of its arrays."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield prefix + (key,)
+        yield from paths_in(child, prefix + (key,))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_malformed_bench_json_is_a_record_error_and_writes_nothing(tmp_path, data):
+    """A bench.json with a key dropped or a value of another type: record succeeds or raises RecordError,
+    never another exception, and on error BENCHMARKS.md is as it was."""
+    document = valid_results()
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        path = data.draw(st.sampled_from([()] + list(paths_in(document))), label="where")
+        if not path:
+            document = data.draw(JSON_VALUES, label="whole document")
+            continue
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        if data.draw(st.booleans(), label="drop"):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = data.draw(JSON_VALUES, label="value")
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    (results / "bench.json").write_text(json.dumps(document))
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    original = f"# Benchmarks\n{record_begin(results.as_posix())}\nstale table\n{RECORD_END}\n"
+    benchmarks.write_text(original)
+    try:
+        record(benchmarks, [results])
+    except RecordError as exc:
+        assert str(exc).startswith(f"{results / 'bench.json'}: ")
+        assert benchmarks.read_text() == original
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "bench.json: not JSON ("),
+        ("[" * 100_000, "bench.json: not JSON ("),
+        (json.dumps({"environment": {}, "copy_tb_per_s": 4.2}), "bench.json: rows: required key is missing;"),
+        (json.dumps(dict(valid_results(), copy_tb_per_s=0)), "bench.json: copy_tb_per_s: input should be greater than 0, got 0;"),
+        (json.dumps(dict(valid_results(), rows=[5])), "bench.json: rows[0]: input should be an object, got 5;"),
+        (json.dumps(dict(valid_results(), rows=[{"kernel": "k"}])), "bench.json: rows[0].tokens: required key is missing;"),
+    ],
+)
+def test_malformed_bench_json_names_the_file_and_key(tmp_path, content, message):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench.json").write_text(content)
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text(f"{record_begin((tmp_path / 'results').as_posix())}\n{RECORD_END}\n")
+    with pytest.raises(RecordError) as caught:
+        record(benchmarks, [tmp_path / "results"])
+    assert str(caught.value).startswith(f"{tmp_path / 'results' / 'bench.json'}: ")
+    assert message in str(caught.value)

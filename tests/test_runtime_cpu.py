@@ -62,6 +62,34 @@ def test_wrong_argument_count():
         fused.launcher(*good_args()[:3])
 
 
+def test_non_tensor_inputs_after_the_first_are_named():
+    assert "input 'sin' must be a torch.Tensor, got int" in call_with(3, 5)
+
+
+@pytest.mark.parametrize(
+    "out, got",
+    [
+        (torch.empty(3, N, dtype=torch.float16), "got Tensor"),  # len() 3, as many as the outputs
+        (5, "got int"),
+        ({"y": None, "q": None, "scale": None}, "got dict"),
+        ((t for t in ()), "got generator"),
+        ("yqs", "got str"),
+        ([torch.empty(M, N, dtype=torch.float16)], "got 1 item(s)"),
+    ],
+)
+def test_out_that_is_not_a_sequence_of_the_outputs(out, got):
+    with pytest.raises(KernelArgumentError) as caught:
+        fused.kernel(*good_args(), out=out)
+    assert str(caught.value) == (
+        f"rms_norm_rope_quant_fused: out must be an Outputs, tuple or list of 3 tensors (y, q, scale), {got}"
+    )
+
+
+def test_out_with_a_missing_tensor_is_named():
+    with pytest.raises(KernelArgumentError, match="output 'q' must be a torch.Tensor, got NoneType"):
+        fused.kernel(*good_args(), out=fused.Outputs(torch.empty(M, N, dtype=torch.float16), None, torch.empty(M, 1)))
+
+
 def test_wrong_output_buffers():
     outs = fused.Outputs(torch.empty(M, N, dtype=torch.float16), torch.empty(M, N, dtype=torch.float16), torch.empty(M, 1))
     with pytest.raises(KernelArgumentError, match="output 'q' must be torch.float8_e4m3fn"):

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from fusegen.cli import main
+from fusegen.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parent / "spec_errors"
@@ -55,6 +56,9 @@ GENERATED = [
     # The file name carries a fake second error line: the message must escape it and stay one line.
     Case("newline_in_file_name", f"{_HERE}/bad\nerror: all good.toml", f"{_HERE}/bad\\nerror: all good.toml", "name", 1,
          {"bad\nerror: all good.toml": GOOD.format(name="bad name").encode()}),
+    # A dotted key a thousand tables deep: the message shows the table a few levels deep, not a RecursionError.
+    Case("nested_1000_levels.toml", f"{_HERE}/nested_1000_levels.toml", f"{_HERE}/nested_1000_levels.toml", "dtype", None,
+         {"nested_1000_levels.toml": GOOD.format(name="nested").replace('dtype = "float16"', "dtype" + ".a" * 1000 + " = 1").encode()}),
     # Two specs of one name: the second is the error, the first is where the name was taken.
     Case("duplicate_names (directory)", f"{_HERE}/dup", f"{_HERE}/dup/second.toml", "name", 1,
          {"dup/first.toml": GOOD.format(name="same").encode(), "dup/second.toml": GOOD.format(name="same").encode()}),
@@ -97,6 +101,8 @@ def run_build(target: str, out: Path, cwd: Path) -> Result:
     done = subprocess.run(
         [sys.executable, "-m", "fusegen", "build", target, "--out", str(out)],
         cwd=cwd,
+        # This checkout's fusegen, whatever the working directory (an installed one may be another checkout).
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -218,3 +224,102 @@ def test_real_command_line(name, tmp_path, workdir, expected):
     assert "Traceback" not in result.stderr
     assert result.stderr == expected[name]
     assert not (tmp_path / "out").exists()
+
+
+# Paths that are not spec files: each is one error naming the path and what it is, at once (a FIFO must
+# not wait for a writer, a link to /dev/zero must not be read), never a traceback.
+def _symlink_loop(root: Path) -> str:
+    (root / "a.toml").symlink_to("b.toml")
+    (root / "b.toml").symlink_to("a.toml")
+    return "a.toml"
+
+
+def _directory_link_loop(root: Path) -> str:
+    (root / "specs").symlink_to("specs")
+    return "specs"
+
+
+def _loop_inside_directory(root: Path) -> str:
+    (root / "specs").mkdir()
+    (root / "specs" / "self.toml").symlink_to("self.toml")
+    return "specs"
+
+
+def _fifo_inside_directory(root: Path) -> str:
+    (root / "specs").mkdir()
+    os.mkfifo(root / "specs" / "pipe.toml")
+    return "specs"
+
+
+def _fifo(root: Path) -> str:
+    os.mkfifo(root / "pipe.toml")
+    return "pipe.toml"
+
+
+def _link_to_dev_zero(root: Path) -> str:
+    (root / "zero.toml").symlink_to("/dev/zero")
+    return "zero.toml"
+
+
+def _directory_named_toml(root: Path) -> str:
+    (root / "specs" / "inner.toml").mkdir(parents=True)
+    return "specs"
+
+
+NOT_SPEC_FILES = [
+    pytest.param(_symlink_loop, "a.toml", "is a loop of symbolic links", id="symlink_loop"),
+    pytest.param(_directory_link_loop, "specs", "is a loop of symbolic links", id="directory_link_loop"),
+    pytest.param(_loop_inside_directory, "specs/self.toml", "is a loop of symbolic links", id="loop_inside_directory"),
+    pytest.param(_fifo_inside_directory, "specs/pipe.toml", "is a named pipe (FIFO), not a regular file", id="fifo_inside_directory"),
+    pytest.param(_fifo, "pipe.toml", "is a named pipe (FIFO), not a regular file", id="fifo"),
+    pytest.param(_link_to_dev_zero, "zero.toml", "is a character device, not a regular file", id="link_to_dev_zero"),
+    pytest.param(_directory_named_toml, "specs/inner.toml", "is a directory, not a regular file", id="directory_named_toml"),
+]
+
+
+@pytest.mark.parametrize("make, shown, message", NOT_SPEC_FILES)
+def test_path_that_is_not_a_spec_file(make, shown, message, tmp_path):
+    target = make(tmp_path)
+    # A fresh interpreter with a time limit: before the fix a FIFO waited for a writer forever.
+    result = run_build(target, tmp_path / "out", tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0].startswith(f"error: {shown}: {message}"), result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_directory_says_why(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "a.toml").write_text(GOOD.format(name="hidden_kernel"))
+    listing = os.scandir
+
+    def refuse(path="."):
+        if Path(path).name == "specs":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+
+    # Root reads any directory whatever its mode, so the refusal is simulated.
+    monkeypatch.setattr(os, "scandir", refuse)
+    result = run_main("specs", tmp_path / "out", tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == "error: specs: cannot be read: Permission denied"
+
+
+def test_large_file_is_refused_after_reading_one_byte_past_the_limit(tmp_path, monkeypatch):
+    from fusegen import spec as spec_module
+
+    big = tmp_path / "big.toml"
+    with big.open("wb") as handle:
+        handle.truncate(1 << 28)  # sparse: 256 MiB on paper, nothing on disk
+    read = []
+    real_read = os.read
+
+    def counted_read(descriptor, size):
+        data = real_read(descriptor, size)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", counted_read)
+    with pytest.raises(SpecError, match=f"is {1 << 28} bytes; a spec is a small TOML file"):
+        spec_module.read_spec_text(big)
+    assert sum(read) == spec_module.MAX_SPEC_BYTES + 1

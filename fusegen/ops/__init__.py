@@ -16,6 +16,12 @@ from ..model import Layout
 RANK_NORM, RANK_ROTATE, RANK_QUANT = 0, 1, 2
 RANK_NAMES = {RANK_NORM: "normalization (rmsnorm | layernorm)", RANK_ROTATE: "rope", RANK_QUANT: "quant_fp8"}
 
+# 2^-126: below it a float32 is subnormal, which the GPU's fast math flushes to 0. A spec constant that
+# an all-zero row reaches unchanged (eps under rsqrt, amax_floor as a scale under a reciprocal) must be
+# at least this once rounded to float32, or the row's outputs are 0 · inf = NaN. A float64 bound at an
+# exact float32 value holds after rounding too: rounding to nearest is monotonic.
+FLOAT32_MIN_NORMAL = 2.0**-126
+
 
 class OpSpec(BaseModel):
     """Base of every op's spec model: unknown keys are errors, values are checked strictly."""

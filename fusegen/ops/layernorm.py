@@ -8,12 +8,12 @@ from pydantic import Field
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
 from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
-from .rmsnorm import rstd_tensor, weight_tensor
+from .rmsnorm import EPS_FIELD, rstd_tensor, weight_tensor
 
 
 class LayerNormSpec(OpSpec):
     kind: Literal["layernorm"]
-    eps: float = Field(default=1e-5, gt=0.0, le=1.0)
+    eps: float = Field(default=1e-5, **EPS_FIELD)
     weight: bool = True
     bias: bool = True
 

@@ -14,10 +14,20 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, register
+from . import FLOAT32_MIN_NORMAL, RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, register
 
 FP8_MAX = {"e4m3fn": 448.0, "e5m2": 57344.0}
 FP8_DTYPE = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+# An all-zero group's scale is amax_floor / fp8_max, then 1/scale (__frcp_rn) multiplies the row: the
+# scale must be a normal float32 for the reciprocal to be finite and 0 · (1/scale) to be 0, so the floor
+# is at least fp8_max · 2^-126 (exact in float32, so the rounded quotient is still ≥ 2^-126). ue8m0
+# rounds such a scale up to a power of two at most 1/448, still finite. Above 1 the floor, not a group's
+# own amax, would set the scale of groups of ordinary (unit-scale) values and waste fp8's range.
+AMAX_FLOOR_MIN = {fp8: fp8_max * FLOAT32_MIN_NORMAL for fp8, fp8_max in FP8_MAX.items()}
+AMAX_FLOOR_MAX = 1.0
+AMAX_FLOOR_RANGE = (
+    "a number from " + " or ".join(f"{low!r} (fp8 = '{fp8}')" for fp8, low in AMAX_FLOOR_MIN.items()) + f" to {AMAX_FLOOR_MAX!r}"
+)
 # Groups narrower than this would give each thread less than one 8-byte fp8 store.
 MIN_GROUP = 8
 
@@ -29,7 +39,13 @@ class QuantFP8Spec(OpSpec):
     )
     fp8: Literal["e4m3fn", "e5m2"] = "e4m3fn"
     scale: Literal["fp32", "ue8m0"] = "fp32"
-    amax_floor: float = Field(default=1e-10, gt=0.0, le=1.0)  # the bounds also reject nan and inf
+    # The per-format lower bound is checked in check(); these bounds also reject nan and inf.
+    amax_floor: float = Field(
+        default=1e-10,
+        ge=min(AMAX_FLOOR_MIN.values()),
+        le=AMAX_FLOOR_MAX,
+        description=AMAX_FLOOR_RANGE,
+    )
 
 
 def group_width(op_params: dict, hidden: int) -> int:
@@ -37,12 +53,18 @@ def group_width(op_params: dict, hidden: int) -> int:
 
 
 def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
-    if op.group_size == "token":
-        return []
+    problems = []
     g = op.group_size
-    if g < MIN_GROUP or g % MIN_GROUP or ctx.hidden % g:
-        return [("group_size", f"must be 'token' or a multiple of {MIN_GROUP} that divides hidden = {ctx.hidden}, got {g}")]
-    return []
+    if g != "token" and (g < MIN_GROUP or g % MIN_GROUP or ctx.hidden % g):
+        problems.append(("group_size", f"must be 'token' or a multiple of {MIN_GROUP} that divides hidden = {ctx.hidden}, got {g}"))
+    low = AMAX_FLOOR_MIN[op.fp8]
+    if op.amax_floor < low:
+        problems.append((
+            "amax_floor",
+            f"must be a number from {low!r} to {AMAX_FLOOR_MAX!r} with fp8 = '{op.fp8}', got {op.amax_floor!r}: an all-zero "
+            f"group's scale, amax_floor / {FP8_MAX[op.fp8]!r}, must be a normal float32 (at least 2^-126) for its reciprocal to be finite",
+        ))
+    return problems
 
 
 def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:

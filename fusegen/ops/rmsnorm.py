@@ -7,12 +7,17 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
+from . import FLOAT32_MIN_NORMAL, RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
+
+# eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
+# finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
+# unit scale rather than guard a division. The bounds also reject nan and inf.
+EPS_FIELD = dict(ge=FLOAT32_MIN_NORMAL, le=1.0, description=f"a number from {FLOAT32_MIN_NORMAL!r} (2^-126, the smallest normal float32) to 1.0")
 
 
 class RMSNormSpec(OpSpec):
     kind: Literal["rmsnorm"]
-    eps: float = Field(default=1e-6, gt=0.0, le=1.0)  # the bounds also reject nan and inf
+    eps: float = Field(default=1e-6, **EPS_FIELD)
     weight: bool = True
 
 
