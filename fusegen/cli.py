@@ -1,4 +1,5 @@
-"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`."""
+"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`,
+`fusegen schema`."""
 from __future__ import annotations
 
 import argparse
@@ -74,10 +75,38 @@ def cmd_plan(args) -> int:
     return 0
 
 
+# A machine without a usable GPU is not a spec error (SPEC_ERROR_EXIT): the spec may be fine elsewhere.
+NO_GPU_EXIT = 1
+
+
+def gpu_problem(command: str) -> str | None:
+    """Why this machine cannot run `fusegen <command>` (it times kernels built for sm_90a), or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        cuda_build = "yes" if torch.version.cuda else "no"
+        return (
+            f"fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible "
+            f"(torch {torch.__version__}, CUDA build: {cuda_build})"
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if (major, minor) != (9, 0):
+        return f"fusegen {command} needs a Hopper GPU (sm_90a); found {torch.cuda.get_device_name()} (sm_{major}{minor})"
+    return None
+
+
+def _report_gpu_problem(command: str) -> int | None:
+    problem = gpu_problem(command)
+    if problem is None:
+        return None
+    print(f"error: {problem}", file=sys.stderr)
+    return NO_GPU_EXIT
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    return bench_main(args)
+    return _report_gpu_problem("bench") or bench_main(args)
 
 
 def cmd_record(args) -> int:
@@ -95,7 +124,7 @@ def cmd_record(args) -> int:
 def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
-    return tune_main(args)
+    return _report_gpu_problem("tune") or tune_main(args)
 
 
 def _tuning_options(command) -> None:

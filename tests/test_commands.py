@@ -10,6 +10,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+import torch
+
+from fusegen.cli import NO_GPU_EXIT, gpu_problem
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
@@ -79,3 +84,27 @@ def test_bench_and_tune_import_without_pytest():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "imported" in result.stdout, result.stderr
+
+
+def fusegen(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fusegen", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["bench", "tune"])
+def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here; this checks the message a machine without one gets")
+    result = fusegen(command, "specs/", "--out-dir", str(tmp_path / "results"), "--tuning", str(tmp_path / "tuning.json"))
+    assert result.returncode == NO_GPU_EXIT
+    assert "Traceback" not in result.stderr
+    assert f"error: fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible (torch {torch.__version__}" in result.stderr
+    assert not list(tmp_path.iterdir()), "nothing is written before the GPU is found missing"
+
+
+def test_gpu_commands_name_a_gpu_that_is_not_hopper(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    assert gpu_problem("bench") == "fusegen bench needs a Hopper GPU (sm_90a); found NVIDIA A100-SXM4-80GB (sm_80)"
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert gpu_problem("tune") is None
