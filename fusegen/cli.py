@@ -134,8 +134,25 @@ def _tuning_options(command) -> None:
     command.add_argument("--gpu", default=DEFAULT_GPU, help=f"whose winners in the tuning file (default: {DEFAULT_GPU})")
 
 
+def version_line() -> str:
+    """fusegen's version and those of the two libraries a kernel's behaviour depends on, as installed
+    (read from their metadata: importing tilelang takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    def installed(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"fusegen {__version__} (tilelang {installed('tilelang')}, torch {installed('torch')})"
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
+    root.add_argument("--version", action="version", version=version_line(), help="print the versions of fusegen, tilelang and torch")
     sub = root.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
@@ -144,17 +161,20 @@ def parser() -> argparse.ArgumentParser:
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")
-    p.add_argument("spec")
+    p.add_argument("spec", help="the spec file (TOML)")
     _tuning_options(p)
     p.add_argument("--json", action="store_true", help="the plan as JSON (what plan.json holds)")
     p.set_defaults(func=cmd_plan)
     bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
     bench.add_argument("paths", nargs="+", help="spec files or directories")
-    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384])
+    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384], help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)")
     bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
-    bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
+    bench.add_argument(
+        "--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"],
+        help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
+    )
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
     bench.add_argument("--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)")
     bench.set_defaults(func=cmd_bench)

@@ -2,6 +2,7 @@
 imports, bench and tune run without the test tools, and say plainly that they need a GPU."""
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib.metadata
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusegen.cli import NO_GPU_EXIT, gpu_problem
+from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -108,3 +109,35 @@ def test_gpu_commands_name_a_gpu_that_is_not_hopper(monkeypatch):
     assert gpu_problem("bench") == "fusegen bench needs a Hopper GPU (sm_90a); found NVIDIA A100-SXM4-80GB (sm_80)"
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     assert gpu_problem("tune") is None
+
+
+def test_version_names_fusegen_tilelang_and_torch():
+    from fusegen import __version__
+
+    result = fusegen("--version")
+    assert result.returncode == 0, result.stderr
+    expected = f"fusegen {__version__} (tilelang {importlib.metadata.version('tilelang')}, torch {torch.__version__})"
+    assert result.stdout.strip() == expected
+
+
+def every_parser(root: argparse.ArgumentParser):
+    """`root` and every subcommand's parser below it, with the command words that reach it."""
+    pending = [((), root)]
+    while pending:
+        words, current = pending.pop()
+        yield words, current
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending += [((*words, name), sub) for name, sub in action.choices.items()]
+
+
+def test_every_command_argument_and_option_has_help():
+    missing = []
+    for words, command in every_parser(parser()):
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                described = {choice.dest for choice in action._choices_actions if choice.help}
+                missing += [f"fusegen {' '.join((*words, name))}" for name in action.choices if name not in described]
+            elif not action.help:
+                missing.append(f"fusegen {' '.join(words)} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, f"no help text: {missing}"
