@@ -127,6 +127,24 @@ def cmd_tune(args) -> int:
     return _report_gpu_problem("tune") or tune_main(args)
 
 
+def spec_json_schema() -> dict:
+    """The JSON Schema of a spec file, from the pydantic models: every key with what it means and its
+    allowed values, for editors that complete and check TOML against a schema."""
+    from .spec import KernelSpec
+
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **KernelSpec.model_json_schema(),
+        "title": "fusegen kernel spec",
+        "description": "One fused kernel: a chain of ops on rows of `hidden` values (see README.md, Spec reference).",
+    }
+
+
+def cmd_schema(args) -> int:
+    print(json.dumps(spec_json_schema(), indent=2, ensure_ascii=False))
+    return 0
+
+
 def _tuning_options(command) -> None:
     from .tuning import DEFAULT_GPU, TUNING_FILE
 
@@ -190,6 +208,8 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.set_defaults(func=cmd_tune)
+    schema = sub.add_parser("schema", help="print the JSON Schema of a spec file, for editor completion and checking")
+    schema.set_defaults(func=cmd_schema)
     return root
 
 

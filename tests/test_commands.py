@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.metadata
+import json
 import re
 import subprocess
 import sys
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser
+from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser, spec_json_schema
+from fusegen.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -141,3 +143,46 @@ def test_every_command_argument_and_option_has_help():
             elif not action.help:
                 missing.append(f"fusegen {' '.join(words)} {'/'.join(action.option_strings) or action.dest}")
     assert not missing, f"no help text: {missing}"
+
+
+def schema_properties(schema: dict):
+    """(where, property schema) for every key of a spec the schema describes."""
+    for model, node in [("spec", schema), *schema["$defs"].items()]:
+        for key, prop in node["properties"].items():
+            yield f"{model}.{key}", prop
+
+
+def test_schema_describes_every_key_with_its_allowed_values():
+    result = fusegen("schema")
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    undescribed = [where for where, prop in schema_properties(schema) if not prop.get("description")]
+    assert not undescribed, f"keys without a description: {undescribed}"
+    props = dict(schema_properties(schema))
+    assert props["spec.dtype"]["enum"] == ["float16", "bfloat16", "float32"]
+    assert (props["spec.hidden"]["minimum"], props["spec.hidden"]["maximum"]) == (16, 65536)
+    assert props["RopeSpec.style"]["enum"] == ["neox", "gptj"]
+    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {"rmsnorm", "layernorm", "rope", "quant_fp8"}
+    assert schema["additionalProperties"] is False, "a misspelt key must be flagged by the editor too"
+
+
+def test_committed_specs_validate_against_the_schema_and_bad_ones_do_not():
+    jsonschema = pytest.importorskip("jsonschema")  # in the test extra
+    schema = spec_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((ROOT / "specs").glob("*.toml")):
+        errors = [error.message for error in validator.iter_errors(tomllib.loads(path.read_text()))]
+        assert not errors, f"{path.name}: {errors}"
+    spec = tomllib.loads((ROOT / "specs" / "rms_norm_rope_fused.toml").read_text())
+    for key, bad in [("dtype", "fp16"), ("hidden", 8), ("hiden", 4096)]:
+        assert not validator.is_valid({**spec, key: bad}), key
+    assert not validator.is_valid({**spec, "op": [{"kind": "rope", "rope_dim": 64, "style": "llama"}]})
+
+
+def test_a_schema_comment_first_line_leaves_the_spec_as_it_was(tmp_path):
+    """Taplo / Even Better TOML read `#:schema <file>` on the first line; to TOML it is a comment."""
+    original = ROOT / "specs" / "rms_norm.toml"
+    with_comment = tmp_path / "rms_norm.toml"
+    with_comment.write_text("#:schema ../fusegen-spec.schema.json\n" + original.read_text())
+    assert load_spec(with_comment)[0] == load_spec(original)[0]

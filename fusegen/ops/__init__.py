@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Layout
 
@@ -15,6 +15,16 @@ from ..model import Layout
 # what the next expects (quantised values cannot be normalised or rotated).
 RANK_NORM, RANK_ROTATE, RANK_QUANT = 0, 1, 2
 RANK_NAMES = {RANK_NORM: "normalization (rmsnorm | layernorm)", RANK_ROTATE: "rope", RANK_QUANT: "quant_fp8"}
+
+
+def described(text: str) -> dict:
+    """`Field(json_schema_extra=described(...))`: what a key means, for `fusegen schema` and the editors
+    that read it. Not `Field(description=...)`: spec.py's errors quote a description as what is allowed."""
+    return {"description": text}
+
+
+def kind_field(kind: str):
+    return Field(json_schema_extra=described(f"The op: {kind}. Ops run in the order rmsnorm | layernorm → rope → quant_fp8, each at most once."))
 
 
 class OpSpec(BaseModel):

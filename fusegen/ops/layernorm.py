@@ -7,15 +7,15 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
+from . import RANK_NORM, ChainContext, OpDef, OpSpec, described, kind_field, register
 from .rmsnorm import rstd_tensor, weight_tensor
 
 
 class LayerNormSpec(OpSpec):
-    kind: Literal["layernorm"]
-    eps: float = Field(default=1e-5, gt=0.0, le=1.0)
-    weight: bool = True
-    bias: bool = True
+    kind: Literal["layernorm"] = kind_field("layernorm")
+    eps: float = Field(default=1e-5, gt=0.0, le=1.0, json_schema_extra=described("Added to the variance under the square root: 0 < eps ≤ 1."))
+    weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
+    bias: bool = Field(default=True, json_schema_extra=described("Add a bias (hidden,) of the activation dtype."))
 
 
 

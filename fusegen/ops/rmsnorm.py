@@ -7,13 +7,15 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
+from . import RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, described, kind_field, register
 
 
 class RMSNormSpec(OpSpec):
-    kind: Literal["rmsnorm"]
-    eps: float = Field(default=1e-6, gt=0.0, le=1.0)  # the bounds also reject nan and inf
-    weight: bool = True
+    kind: Literal["rmsnorm"] = kind_field("rmsnorm")
+    eps: float = Field(  # the bounds also reject nan and inf
+        default=1e-6, gt=0.0, le=1.0, json_schema_extra=described("Added to mean(x²) under the square root: 0 < eps ≤ 1.")
+    )
+    weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
 
 
 def weight_tensor(dtype: str, hidden: int) -> Tensor:
