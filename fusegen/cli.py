@@ -1,4 +1,5 @@
-"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`."""
+"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`,
+`fusegen schema`."""
 from __future__ import annotations
 
 import argparse
@@ -74,10 +75,38 @@ def cmd_plan(args) -> int:
     return 0
 
 
+# A machine without a usable GPU is not a spec error (SPEC_ERROR_EXIT): the spec may be fine elsewhere.
+NO_GPU_EXIT = 1
+
+
+def gpu_problem(command: str) -> str | None:
+    """Why this machine cannot run `fusegen <command>` (it times kernels built for sm_90a), or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        cuda_build = "yes" if torch.version.cuda else "no"
+        return (
+            f"fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible "
+            f"(torch {torch.__version__}, CUDA build: {cuda_build})"
+        )
+    major, minor = torch.cuda.get_device_capability()
+    if (major, minor) != (9, 0):
+        return f"fusegen {command} needs a Hopper GPU (sm_90a); found {torch.cuda.get_device_name()} (sm_{major}{minor})"
+    return None
+
+
+def _report_gpu_problem(command: str) -> int | None:
+    problem = gpu_problem(command)
+    if problem is None:
+        return None
+    print(f"error: {problem}", file=sys.stderr)
+    return NO_GPU_EXIT
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    return bench_main(args)
+    return _report_gpu_problem("bench") or bench_main(args)
 
 
 def cmd_record(args) -> int:
@@ -96,9 +125,27 @@ def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
     try:
-        return tune_main(args)
+        return _report_gpu_problem("tune") or tune_main(args)
     except SpecError as exc:
         return _report_errors([exc])
+
+
+def spec_json_schema() -> dict:
+    """The JSON Schema of a spec file, from the pydantic models: every key with what it means and its
+    allowed values, for editors that complete and check TOML against a schema."""
+    from .spec import KernelSpec
+
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **KernelSpec.model_json_schema(),
+        "title": "fusegen kernel spec",
+        "description": "One fused kernel: a chain of ops on rows of `hidden` values (see README.md, Spec reference).",
+    }
+
+
+def cmd_schema(args) -> int:
+    print(json.dumps(spec_json_schema(), indent=2, ensure_ascii=False))
+    return 0
 
 
 def _tuning_options(command) -> None:
@@ -108,8 +155,25 @@ def _tuning_options(command) -> None:
     command.add_argument("--gpu", default=DEFAULT_GPU, help=f"whose winners in the tuning file (default: {DEFAULT_GPU})")
 
 
+def version_line() -> str:
+    """fusegen's version and those of the two libraries a kernel's behaviour depends on, as installed
+    (read from their metadata: importing tilelang takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    def installed(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"fusegen {__version__} (tilelang {installed('tilelang')}, torch {installed('torch')})"
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
+    root.add_argument("--version", action="version", version=version_line(), help="print the versions of fusegen, tilelang and torch")
     sub = root.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
@@ -118,17 +182,20 @@ def parser() -> argparse.ArgumentParser:
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")
-    p.add_argument("spec")
+    p.add_argument("spec", help="the spec file (TOML)")
     _tuning_options(p)
     p.add_argument("--json", action="store_true", help="the plan as JSON (what plan.json holds)")
     p.set_defaults(func=cmd_plan)
     bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
     bench.add_argument("paths", nargs="+", help="spec files or directories")
-    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384])
+    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384], help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)")
     bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
-    bench.add_argument("--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"])
+    bench.add_argument(
+        "--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"],
+        help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
+    )
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
     bench.add_argument("--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)")
     bench.set_defaults(func=cmd_bench)
@@ -145,6 +212,8 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")
     tune.set_defaults(func=cmd_tune)
+    schema = sub.add_parser("schema", help="print the JSON Schema of a spec file, for editor completion and checking")
+    schema.set_defaults(func=cmd_schema)
     return root
 
 

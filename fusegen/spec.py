@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from .errors import ChainError, SpecError, did_you_mean, shown
 from .locate import line_of
 from .model import Layout
-from .ops import RANK_NAMES, REGISTRY, ChainContext
+from .ops import RANK_NAMES, REGISTRY, ChainContext, described
 
 DTYPES = ("float16", "bfloat16", "float32")
 # A row lives in registers: 1024 threads × 64 fp32 each is the most one block can hold.
@@ -42,33 +42,51 @@ class _Strict(BaseModel):
 
 
 class Outputs(_Strict):
-    y: Optional[bool] = None  # default: written whenever an op before the quantiser changes the row
-    mean: bool = False
-    rstd: bool = False
+    y: Optional[bool] = Field(  # default: written whenever an op before the quantiser changes the row
+        default=None, json_schema_extra=described("Write Y, the row after the last norm/rope op (default: when the chain changes the row).")
+    )
+    mean: bool = Field(default=False, json_schema_extra=described("Write LayerNorm's row mean, float32 (M,)."))
+    rstd: bool = Field(default=False, json_schema_extra=described("Write the norm's 1/sqrt(var + eps), float32 (M,)."))
+
+
+AUTO = "'auto' leaves it to the planner, or to tuning.json's winners where it has some."
 
 
 class ScheduleHints(_Strict):
-    variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = "auto"
-    block_m: Union[Literal["auto"], int] = "auto"
-    threads: Union[Literal["auto"], int] = "auto"
-    blk_k: Union[Literal["auto"], int] = "auto"
-    prefetch: Union[Literal["auto"], bool] = "auto"
-    joint_reduction: Union[Literal["auto"], bool] = "auto"
-    blocks_per_sm: Union[Literal["auto"], int] = "auto"  # variant "stream": resident blocks per SM
-    ring_slots: Union[Literal["auto"], int] = "auto"  # variant "stream": rows a block holds, all but one in flight
+    variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = Field(default="auto", json_schema_extra=described(
+        "fragment: row in registers, one block per row group; stream: a persistent grid whose blocks loop over rows "
+        "through a shared-memory ring; naive (row in shared memory) and splitk (row in chunks): a chain of one rmsnorm. " + AUTO
+    ))
+    block_m: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Rows per block: 1, 2, 4, 8 or 16 (stream: 1). " + AUTO))
+    threads: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Threads per block: a multiple of 32 from 32 to 1024. " + AUTO))
+    blk_k: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("splitk's chunk width: a multiple of 32 ≤ hidden. " + AUTO))
+    prefetch: Union[Literal["auto"], bool] = Field(default="auto", json_schema_extra=described(
+        "Load weight/bias and cos/sin next to the row, before the first reduction (fragment and stream). " + AUTO
+    ))
+    joint_reduction: Union[Literal["auto"], bool] = Field(default="auto", json_schema_extra=described(
+        "RMSNorm's sum of squares and a per-token fp8 amax cross the warps in one exchange (rmsnorm → [rope] → per-token quant_fp8). " + AUTO
+    ))
+    blocks_per_sm: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described(  # variant "stream"
+        "stream only: resident blocks per SM (the grid is this × the SMs). " + AUTO
+    ))
+    ring_slots: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described(  # variant "stream"
+        "stream only: rows a block holds in its ring, 2, 3 or 4, all but one in flight. " + AUTO
+    ))
 
 
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]
 
 
 class KernelSpec(_Strict):
-    name: str = Field(description=NAME_RULE)
-    dtype: Literal["float16", "bfloat16", "float32"]
-    hidden: int = Field(ge=MIN_HIDDEN, le=MAX_HIDDEN)
-    tokens: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS)
-    op: list[OpUnion] = Field(min_length=1)
-    outputs: Outputs = Outputs()
-    schedule: ScheduleHints = ScheduleHints()
+    name: str = Field(description=NAME_RULE, json_schema_extra=described(f"The kernel's identity: generated/<name>/ and its function: {NAME_RULE}."))
+    dtype: Literal["float16", "bfloat16", "float32"] = Field(json_schema_extra=described("Activations, weight, bias and Y."))
+    hidden: int = Field(ge=MIN_HIDDEN, le=MAX_HIDDEN, json_schema_extra=described("The row width N (static)."))
+    tokens: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS, json_schema_extra=described("Pins the token count M; without it M is dynamic."))
+    op: list[OpUnion] = Field(min_length=1, json_schema_extra=described(
+        "The chain: [[op]] tables in the order rmsnorm | layernorm → rope → quant_fp8, each at most once."
+    ))
+    outputs: Outputs = Field(default=Outputs(), json_schema_extra=described("Which optional outputs the kernel writes."))
+    schedule: ScheduleHints = Field(default=ScheduleHints(), json_schema_extra=described("How the kernel is scheduled; every hint defaults to 'auto'."))
 
     @property
     def writes_y(self) -> bool:

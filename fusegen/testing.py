@@ -13,7 +13,6 @@ import os
 import threading
 from pathlib import Path
 
-import pytest
 import torch
 
 from . import oracle
@@ -65,6 +64,10 @@ def gpu_available() -> bool:
 
 def requires_gpu(test):
     """Marks a test as a GPU test (`pytest -m gpu`) and skips it, saying why, where there is no GPU."""
+    # Imported here, not at the top: bench and tune use the rest of this module and must run without the
+    # test extra installed.
+    import pytest
+
     reason = "needs a CUDA GPU (Hopper, sm_90a); on CPU the suite checks references and compilation instead"
     return pytest.mark.gpu(pytest.mark.skipif(not gpu_available(), reason=reason)(test))
 

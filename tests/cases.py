@@ -115,3 +115,11 @@ ROUTED_CASES = ("quant_g128_bf16_7168", "rope_tail_neox_64", "ln_fp16_4096")
 def spec_for(name: str) -> dict:
     purpose, spec = {**CASES, **PENDING_GPU_CASES}[name]
     return {"name": name, **spec}
+
+# The committed examples: the seed's seven kernels, each in specs/<name>.toml and tuned in tuning.json.
+# Any other spec in specs/ is a user's (the README's tutorial adds one): it builds with the planner's
+# own schedule, and the suite must stay green with it there.
+EXAMPLE_KERNELS = (
+    "layer_norm_fwd", "rms_norm", "rms_norm_naive_row_per_block", "rms_norm_rope_fused",
+    "rms_norm_rope_quant_fp8_only", "rms_norm_rope_quant_fused", "rms_norm_splitk",
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Layout
 
@@ -21,6 +21,16 @@ RANK_NAMES = {RANK_NORM: "normalization (rmsnorm | layernorm)", RANK_ROTATE: "ro
 # at least this once rounded to float32, or the row's outputs are 0 · inf = NaN. A float64 bound at an
 # exact float32 value holds after rounding too: rounding to nearest is monotonic.
 FLOAT32_MIN_NORMAL = 2.0**-126
+
+
+def described(text: str) -> dict:
+    """`Field(json_schema_extra=described(...))`: what a key means, for `fusegen schema` and the editors
+    that read it. Not `Field(description=...)`: spec.py's errors quote a description as what is allowed."""
+    return {"description": text}
+
+
+def kind_field(kind: str):
+    return Field(json_schema_extra=described(f"The op: {kind}. Ops run in the order rmsnorm | layernorm → rope → quant_fp8, each at most once."))
 
 
 class OpSpec(BaseModel):

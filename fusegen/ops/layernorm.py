@@ -7,15 +7,15 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, OpDef, OpSpec, register
-from .rmsnorm import EPS_FIELD, rstd_tensor, weight_tensor
+from . import RANK_NORM, ChainContext, OpDef, OpSpec, described, kind_field, register
+from .rmsnorm import EPS_FIELD, EPS_RANGE, rstd_tensor, weight_tensor
 
 
 class LayerNormSpec(OpSpec):
-    kind: Literal["layernorm"]
-    eps: float = Field(default=1e-5, **EPS_FIELD)
-    weight: bool = True
-    bias: bool = True
+    kind: Literal["layernorm"] = kind_field("layernorm")
+    eps: float = Field(default=1e-5, **EPS_FIELD, json_schema_extra=described(f"Added to the variance under the square root: {EPS_RANGE}."))
+    weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
+    bias: bool = Field(default=True, json_schema_extra=described("Add a bias (hidden,) of the activation dtype."))
 
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import FLOAT32_MIN_NORMAL, RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, register
+from . import FLOAT32_MIN_NORMAL, RANK_QUANT, ChainContext, JointReduction, OpDef, OpSpec, described, kind_field, register
 
 FP8_MAX = {"e4m3fn": 448.0, "e5m2": 57344.0}
 FP8_DTYPE = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2"}
@@ -33,18 +33,22 @@ MIN_GROUP = 8
 
 
 class QuantFP8Spec(OpSpec):
-    kind: Literal["quant_fp8"]
+    kind: Literal["quant_fp8"] = kind_field("quant_fp8")
     group_size: Union[int, Literal["token"]] = Field(
-        default="token", description=f"'token' or a multiple of {MIN_GROUP} that divides hidden"
+        default="token", description=f"'token' or a multiple of {MIN_GROUP} that divides hidden",
+        json_schema_extra=described(f"Columns sharing one scale: 'token' (the whole row) or a multiple of {MIN_GROUP} that divides hidden."),
     )
-    fp8: Literal["e4m3fn", "e5m2"] = "e4m3fn"
-    scale: Literal["fp32", "ue8m0"] = "fp32"
+    fp8: Literal["e4m3fn", "e5m2"] = Field(default="e4m3fn", json_schema_extra=described("The fp8 format of Q: e4m3fn (max 448) or e5m2 (max 57344)."))
+    scale: Literal["fp32", "ue8m0"] = Field(
+        default="fp32", json_schema_extra=described("fp32 = amax / fp8 max; ue8m0 = that rounded up to a power of two.")
+    )
     # The per-format lower bound is checked in check(); these bounds also reject nan and inf.
     amax_floor: float = Field(
         default=1e-10,
         ge=min(AMAX_FLOOR_MIN.values()),
         le=AMAX_FLOOR_MAX,
         description=AMAX_FLOOR_RANGE,
+        json_schema_extra=described(f"The smallest amax a scale is computed from (all-zero groups): {AMAX_FLOOR_RANGE}."),
     )
 
 

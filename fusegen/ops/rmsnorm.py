@@ -7,18 +7,19 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import FLOAT32_MIN_NORMAL, RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, register
+from . import FLOAT32_MIN_NORMAL, RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, described, kind_field, register
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
 # unit scale rather than guard a division. The bounds also reject nan and inf.
-EPS_FIELD = dict(ge=FLOAT32_MIN_NORMAL, le=1.0, description=f"a number from {FLOAT32_MIN_NORMAL!r} (2^-126, the smallest normal float32) to 1.0")
+EPS_RANGE = f"a number from {FLOAT32_MIN_NORMAL!r} (2^-126, the smallest normal float32) to 1.0"
+EPS_FIELD = dict(ge=FLOAT32_MIN_NORMAL, le=1.0, description=EPS_RANGE)
 
 
 class RMSNormSpec(OpSpec):
-    kind: Literal["rmsnorm"]
-    eps: float = Field(default=1e-6, **EPS_FIELD)
-    weight: bool = True
+    kind: Literal["rmsnorm"] = kind_field("rmsnorm")
+    eps: float = Field(default=1e-6, **EPS_FIELD, json_schema_extra=described(f"Added to mean(x²) under the square root: {EPS_RANGE}."))
+    weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
 
 
 def weight_tensor(dtype: str, hidden: int) -> Tensor:

@@ -10,16 +10,19 @@ from pydantic import Field
 
 from ..codegen import KernelFrame
 from ..model import Dim, Layout, Scratch, Stage, Tensor
-from . import RANK_ROTATE, ChainContext, OpDef, OpSpec, register
+from . import RANK_ROTATE, ChainContext, OpDef, OpSpec, described, kind_field, register
 
 WARP_LANES = 32
 
 
 class RopeSpec(OpSpec):
-    kind: Literal["rope"]
-    rope_dim: int = Field(gt=0, description="an even integer from 2 to hidden")
-    span: Literal["tail", "head"] = "tail"
-    style: Literal["neox", "gptj"] = "neox"
+    kind: Literal["rope"] = kind_field("rope")
+    rope_dim: int = Field(
+        gt=0, description="an even integer from 2 to hidden",
+        json_schema_extra=described("Columns rotated, an even integer from 2 to hidden; cos and sin are (M, rope_dim/2) float32."),
+    )
+    span: Literal["tail", "head"] = Field(default="tail", json_schema_extra=described("Which rope_dim columns rotate: tail = the last ones, head = the first ones."))
+    style: Literal["neox", "gptj"] = Field(default="neox", json_schema_extra=described("Pairs rotated together: neox = (p, p + rope_dim/2), gptj = (2p, 2p+1)."))
 
 
 def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:

@@ -1,0 +1,188 @@
+"""What a newcomer meets first, on a machine without a GPU: the setup installs what every command
+imports, bench and tune run without the test tools, and say plainly that they need a GPU."""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser, spec_json_schema
+from fusegen.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def requirement_name(requirement: str) -> str:
+    return re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower()
+
+
+def third_party_imports() -> dict[str, set[str]]:
+    """Top-level module name -> the fusegen files that import it, for every module that is neither the
+    standard library's nor fusegen's own."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "fusegen").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("__future__", "fusegen"):
+                    found.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_pyproject_declares_every_third_party_import():
+    declared = {requirement_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    for requirements in PYPROJECT["project"]["optional-dependencies"].values():
+        declared |= {requirement_name(r) for r in requirements}
+    distributions = importlib.metadata.packages_distributions()
+    imports = third_party_imports()
+    assert {"torch", "tilelang", "pydantic", "matplotlib", "tqdm", "pytest"} <= imports.keys()
+    undeclared = {
+        module: sorted(files)
+        for module, files in imports.items()
+        if not {d.lower() for d in distributions.get(module, [module])} & declared
+    }
+    assert not undeclared, f"imported by fusegen but in no dependency list of pyproject.toml: {undeclared}"
+
+
+def test_setup_installs_every_extra():
+    """The README's setup line is the one that makes every command work: setup.sh installs all extras."""
+    installed = re.search(r'-e "\.\[([a-z,]+)\]"', (ROOT / "scripts" / "setup.sh").read_text())
+    assert installed, "scripts/setup.sh no longer installs fusegen with its extras"
+    assert set(installed.group(1).split(",")) == set(PYPROJECT["project"]["optional-dependencies"])
+
+
+BLOCK_PYTEST = """
+import importlib.abc, sys
+
+class NoPytest(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("pytest", "_pytest"):
+            raise ImportError(f"{name} is not installed (blocked by the test)")
+
+sys.meta_path.insert(0, NoPytest())
+"""
+
+
+def test_bench_and_tune_import_without_pytest():
+    code = BLOCK_PYTEST + (
+        "import fusegen.bench, fusegen.tune\n"
+        "from fusegen.testing import import_plan, random_inputs, run_and_compare\n"
+        "print('imported')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "imported" in result.stdout, result.stderr
+
+
+def fusegen(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fusegen", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["bench", "tune"])
+def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here; this checks the message a machine without one gets")
+    result = fusegen(command, "specs/", "--out-dir", str(tmp_path / "results"), "--tuning", str(tmp_path / "tuning.json"))
+    assert result.returncode == NO_GPU_EXIT
+    assert "Traceback" not in result.stderr
+    assert f"error: fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible (torch {torch.__version__}" in result.stderr
+    assert not list(tmp_path.iterdir()), "nothing is written before the GPU is found missing"
+
+
+def test_gpu_commands_name_a_gpu_that_is_not_hopper(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    assert gpu_problem("bench") == "fusegen bench needs a Hopper GPU (sm_90a); found NVIDIA A100-SXM4-80GB (sm_80)"
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert gpu_problem("tune") is None
+
+
+def test_version_names_fusegen_tilelang_and_torch():
+    from fusegen import __version__
+
+    result = fusegen("--version")
+    assert result.returncode == 0, result.stderr
+    expected = f"fusegen {__version__} (tilelang {importlib.metadata.version('tilelang')}, torch {torch.__version__})"
+    assert result.stdout.strip() == expected
+
+
+def every_parser(root: argparse.ArgumentParser):
+    """`root` and every subcommand's parser below it, with the command words that reach it."""
+    pending = [((), root)]
+    while pending:
+        words, current = pending.pop()
+        yield words, current
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending += [((*words, name), sub) for name, sub in action.choices.items()]
+
+
+def test_every_command_argument_and_option_has_help():
+    missing = []
+    for words, command in every_parser(parser()):
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                described = {choice.dest for choice in action._choices_actions if choice.help}
+                missing += [f"fusegen {' '.join((*words, name))}" for name in action.choices if name not in described]
+            elif not action.help:
+                missing.append(f"fusegen {' '.join(words)} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, f"no help text: {missing}"
+
+
+def schema_properties(schema: dict):
+    """(where, property schema) for every key of a spec the schema describes."""
+    for model, node in [("spec", schema), *schema["$defs"].items()]:
+        for key, prop in node["properties"].items():
+            yield f"{model}.{key}", prop
+
+
+def test_schema_describes_every_key_with_its_allowed_values():
+    result = fusegen("schema")
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    undescribed = [where for where, prop in schema_properties(schema) if not prop.get("description")]
+    assert not undescribed, f"keys without a description: {undescribed}"
+    props = dict(schema_properties(schema))
+    assert props["spec.dtype"]["enum"] == ["float16", "bfloat16", "float32"]
+    assert (props["spec.hidden"]["minimum"], props["spec.hidden"]["maximum"]) == (16, 65536)
+    assert props["RopeSpec.style"]["enum"] == ["neox", "gptj"]
+    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {"rmsnorm", "layernorm", "rope", "quant_fp8"}
+    assert schema["additionalProperties"] is False, "a misspelt key must be flagged by the editor too"
+
+
+def test_committed_specs_validate_against_the_schema_and_bad_ones_do_not():
+    jsonschema = pytest.importorskip("jsonschema")  # in the test extra
+    schema = spec_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((ROOT / "specs").glob("*.toml")):
+        errors = [error.message for error in validator.iter_errors(tomllib.loads(path.read_text()))]
+        assert not errors, f"{path.name}: {errors}"
+    spec = tomllib.loads((ROOT / "specs" / "rms_norm_rope_fused.toml").read_text())
+    for key, bad in [("dtype", "fp16"), ("hidden", 8), ("hiden", 4096)]:
+        assert not validator.is_valid({**spec, key: bad}), key
+    assert not validator.is_valid({**spec, "op": [{"kind": "rope", "rope_dim": 64, "style": "llama"}]})
+
+
+def test_a_schema_comment_first_line_leaves_the_spec_as_it_was(tmp_path):
+    """Taplo / Even Better TOML read `#:schema <file>` on the first line; to TOML it is a comment."""
+    original = ROOT / "specs" / "rms_norm.toml"
+    with_comment = tmp_path / "rms_norm.toml"
+    with_comment.write_text("#:schema ../fusegen-spec.schema.json\n" + original.read_text())
+    assert load_spec(with_comment)[0] == load_spec(original)[0]
