@@ -537,7 +537,7 @@ def run_case(case: Case) -> Case:
         out_written = [p for p in changed if p not in harmful]
         case.lines = [line for line in (stderr.strip().splitlines() or stdout.strip().splitlines())][:6]
         if harmful:
-            case.outcome, case.detail = "harm", f"outside --out: {', '.join(ascii(p) for p in harmful[:5])}"
+            case.outcome, case.detail = "harm", f"not its to write: {', '.join(ascii(p) for p in harmful[:5])}"
         elif code is None:
             case.outcome, case.detail = "hang", f"no exit within {timeout} s"
         elif "Traceback (most recent call last)" in stdout + stderr:
