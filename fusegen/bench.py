@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -245,31 +246,92 @@ def render_table(rows: list[Row], ceiling: float) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[Row], ceiling: float, path: Path, title: str) -> None:
+# Kernel colours come from this cycle; the ceiling's colour is kept out of it so a kernel can never be
+# mistaken for the ceiling.
+CEILING_COLOR = "black"
+IMPL_COLORS = {"fusegen": "tab:blue", "compile": "tab:orange", "compile_dynamic": "tab:green", "eager": "tab:gray"}
+IMPL_LABELS = {"fusegen": "fusegen", "compile": "torch.compile", "compile_dynamic": "torch.compile (dynamic)", "eager": "torch eager"}
+BAR_KERNELS_MIN = 12  # from this many kernels, lines over tokens tangle: one bar group per kernel instead
+
+
+def figure(rows: list[Row], ceiling: float, title: str):
+    """The bench plot as a matplotlib Figure: grouped bars per kernel when the rows hold one token count (or
+    many kernels), else × copy and µs per call against tokens, side by side."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     kernels = sorted({r.kernel for r in rows})
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    tokens = sorted({r.tokens for r in rows})
+    if len(tokens) == 1 or len(kernels) >= BAR_KERNELS_MIN:
+        fig = _bars(plt, rows, ceiling, kernels, tokens)
+    else:
+        fig = _lines(plt, rows, ceiling, kernels)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _bars(plt, rows, ceiling, kernels, tokens):
+    groups = [(k, m) for k in kernels for m in tokens if any(r.kernel == k and r.tokens == m and r.impl == "fusegen" for r in rows)]
+    impls = [impl for impl in IMPL_COLORS if any(r.impl == impl for r in rows)]
+    by = {(r.kernel, r.tokens, r.impl): r for r in rows}
+    fig, ax = plt.subplots(figsize=(10, 1.5 + 0.1 * len(groups) * len(impls) + 0.15 * len(groups)))
+    height = 0.8 / len(impls)
+    for i, impl in enumerate(impls):
+        ys = [g - 0.4 + height * (i + 0.5) for g, key in enumerate(groups) if (*key, impl) in by]
+        xs = [by[(*key, impl)].tb_per_s / ceiling for key in groups if (*key, impl) in by]
+        ax.barh(ys, xs, height, color=IMPL_COLORS[impl], label=IMPL_LABELS[impl])
+    ax.axvline(1.0, color=CEILING_COLOR, linestyle="--", label=f"copy ceiling ({ceiling:.2f} TB/s)")
+    ax.set_yticks(range(len(groups)), [k if len(tokens) == 1 else f"{k} @ {m}" for k, m in groups], fontsize=8)
+    ax.set_ylim(len(groups) - 0.5, -0.5)
+    ax.set_xlabel(f"× copy (effective bandwidth / copy ceiling)" + (f", {tokens[0]} tokens" if len(tokens) == 1 else ""))
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(impls) + 1, fontsize=8, frameon=False)
+    return fig
+
+
+def _lines(plt, rows, ceiling, kernels):
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    fig, (bandwidth, time) = plt.subplots(1, 2, figsize=(14, 5.5))
+    colors = plt.get_cmap("tab10" if len(kernels) <= 10 else "tab20").colors
     for index, kernel in enumerate(kernels):
         color = colors[index % len(colors)]
-        for impl, style, label in (("fusegen", "-o", kernel), ("compile", ":x", None)):
+        for impl, style in (("fusegen", "-o"), ("compile", ":x")):
             mine = sorted((r for r in rows if r.kernel == kernel and r.impl == impl), key=lambda r: r.tokens)
             if mine:
-                ax.plot([r.tokens for r in mine], [r.tb_per_s for r in mine], style, color=color, label=label, markersize=4)
-    ax.plot([], [], "k:x", label="torch.compile of the same chain (dotted, same colour)")
-    ax.axhline(ceiling, color="red", linestyle="--", label=f"copy ceiling {ceiling:.2f} TB/s")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("tokens")
-    ax.set_ylabel("effective bandwidth (ledger bytes / median time), TB/s")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+                label = kernel if impl == "fusegen" else None
+                bandwidth.plot([r.tokens for r in mine], [r.tb_per_s / ceiling for r in mine], style, color=color, label=label, markersize=4)
+                time.plot([r.tokens for r in mine], [r.median_us for r in mine], style, color=color, markersize=4)
+    bandwidth.axhline(1.0, color=CEILING_COLOR, linestyle="--", label=f"copy ceiling ({ceiling:.2f} TB/s)")
+    # Style keys in grey: the ceiling's colour stays the ceiling's alone.
+    bandwidth.plot([], [], ":x", color="0.5", label="torch.compile (dotted, kernel's colour)")
+    bandwidth.set_ylabel("× copy (effective bandwidth / copy ceiling)")
+    time.set_ylabel("µs per call (median GPU time), log scale")
+    time.set_yscale("log")
+    # Plain numbers on the log axes: 1-2-5 steps for time, the measured counts for tokens.
+    low, high = time.get_ylim()
+    time.set_yticks([t for t in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if low <= t <= high])
+    time.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    time.yaxis.set_minor_formatter(NullFormatter())
+    for ax in (bandwidth, time):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({r.tokens for r in rows}))
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+        ax.set_xlabel("tokens (log scale)")
+        ax.grid(alpha=0.3)
+    time.legend(*bandwidth.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
+    return fig
+
+
+def plot(rows: list[Row], ceiling: float, path: Path, title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = figure(rows, ceiling, title)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
 
 
 def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
@@ -323,8 +385,33 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
                 rows += bench_kernel(module, p, m, l2, progress, baselines or BASELINES)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench.json").write_text(json.dumps({"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}, indent=1))
-    plot(rows, ceiling, out_dir / "bench.png", f"fusegen on {env['gpu']} ({env['date'][:10]})")
+    plot(rows, ceiling, out_dir / "bench.png", plot_title(env))
     return rows, ceiling, env
+
+
+def plot_title(env: dict) -> str:
+    return f"fusegen on {env.get('gpu', 'an unknown GPU')} ({str(env.get('date', 'undated'))[:10]})"
+
+
+def replot(results_dir: Path) -> Path:
+    """Renders results_dir/bench.png again from its bench.json (no GPU), e.g. after the plot changed."""
+    source = results_dir / "bench.json"
+    try:
+        results = json.loads(source.read_text(encoding="utf-8"))
+        rows = [Row(**row) for row in results["rows"]]
+        ceiling = float(results["copy_tb_per_s"])
+        env = dict(results["environment"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise RecordError(f"{source}: not a bench results file ({type(exc).__name__}: {exc})") from None
+    if not rows or not math.isfinite(ceiling) or ceiling <= 0:
+        raise RecordError(f"{source}: not a bench results file (needs rows and a positive copy_tb_per_s)")
+    for index, row in enumerate(rows):
+        numbers = (row.tokens, row.median_us, row.tb_per_s)
+        if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n > 0 for n in numbers):
+            raise RecordError(f"{source}: rows[{index}]: tokens, median_us and tb_per_s must be positive numbers")
+    target = results_dir / "bench.png"
+    plot(rows, ceiling, target, plot_title(env))
+    return target
 
 
 def results_markdown(results: dict, image: str | None = None) -> str:

@@ -1,5 +1,5 @@
-"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen tune`,
-`fusegen schema`."""
+"""Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen plot`,
+`fusegen tune`, `fusegen schema`."""
 from __future__ import annotations
 
 import argparse
@@ -121,6 +121,18 @@ def cmd_record(args) -> int:
     return 0
 
 
+def cmd_plot(args) -> int:
+    from .bench import RecordError, replot
+
+    try:
+        for results_dir in args.results:
+            print(f"{replot(Path(results_dir))} written")
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return SPEC_ERROR_EXIT
+    return 0
+
+
 def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
@@ -203,6 +215,9 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("benchmarks", help="the markdown file, e.g. BENCHMARKS.md")
     rec.add_argument("results", nargs="+", help="bench --out-dir directories; each fills the section marked with its path")
     rec.set_defaults(func=cmd_record)
+    replot = sub.add_parser("plot", help="render bench.png again from a saved bench.json (no GPU)")
+    replot.add_argument("results", nargs="+", help="bench --out-dir directories holding bench.json")
+    replot.set_defaults(func=cmd_plot)
     tune = sub.add_parser("tune", help="search schedules on the GPU per token bucket; winners go to the tuning file build reads")
     tune.add_argument("paths", nargs="+", help="spec files or directories")
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
