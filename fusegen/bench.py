@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import os
 import platform
 import statistics
@@ -395,29 +394,18 @@ def plot_title(env: dict) -> str:
 
 def replot(results_dir: Path) -> Path:
     """Renders results_dir/bench.png again from its bench.json (no GPU), e.g. after the plot changed."""
-    source = results_dir / "bench.json"
-    try:
-        results = json.loads(source.read_text(encoding="utf-8"))
-        rows = [Row(**row) for row in results["rows"]]
-        ceiling = float(results["copy_tb_per_s"])
-        env = dict(results["environment"])
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        raise RecordError(f"{source}: not a bench results file ({type(exc).__name__}: {exc})") from None
-    if not rows or not math.isfinite(ceiling) or ceiling <= 0:
-        raise RecordError(f"{source}: not a bench results file (needs rows and a positive copy_tb_per_s)")
-    for index, row in enumerate(rows):
-        numbers = (row.tokens, row.median_us, row.tb_per_s)
-        if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n > 0 for n in numbers):
-            raise RecordError(f"{source}: rows[{index}]: tokens, median_us and tb_per_s must be positive numbers")
+    results = read_results(results_dir / "bench.json")
+    if not results.rows:
+        raise RecordError(f"{results_dir / 'bench.json'}: holds no rows to plot")
     target = results_dir / "bench.png"
-    plot(rows, ceiling, target, plot_title(env))
+    plot(results.rows, results.copy_tb_per_s, target, plot_title(results.environment))
     return target
 
 
 def results_markdown(results: dict, image: str | None = None) -> str:
     """One run as text: its environment line, the plot if given, the table."""
     header = ", ".join(f"{k} {v}" for k, v in results["environment"].items())
-    plot_line = [f"![effective bandwidth against tokens]({image})", ""] if image else []
+    plot_line = [f"![fusegen against the copy ceiling and torch.compile]({image})", ""] if image else []
     table = render_table([Row(**row) for row in results["rows"]], results["copy_tb_per_s"])
     return "\n".join([header, "", *plot_line, table]) + "\n"
 
