@@ -9,17 +9,20 @@ import fcntl
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
-from .errors import ChainError, SpecError
+from .errors import ChainError, SpecError, UsageError
 from .locate import line_of
 from .model import Plan
 from .plan import plan
@@ -175,9 +178,61 @@ def _write_journal(out: Path, staging: Path, entries: dict) -> None:
     os.replace(draft, out / JOURNAL)
 
 
+def _ours(path: Path) -> bool:
+    """Whether fusegen wrote `path`: a file whose header carries the generated marker, or a plan.json
+    (which has no comments) recording an identity and fusegen version. A link is never ours: replacing
+    or removing through it could reach outside the output directory."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path.name == "plan.json":
+        try:
+            recorded = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(recorded, dict) and isinstance(recorded.get("identity"), str) and "fusegen_version" in recorded
+    return text.startswith((f"# {PACKAGE_MARKER}", f"// {PACKAGE_MARKER}"))
+
+
 def _is_generated_kernel_dir(directory: Path) -> bool:
-    init = directory / "__init__.py"
-    return directory.is_dir() and init.is_file() and PACKAGE_MARKER in init.read_text(encoding="utf-8", errors="replace")[:300]
+    return directory.is_dir() and not directory.is_symlink() and _ours(directory / "__init__.py")
+
+
+def _removable(entry: Path) -> bool:
+    """What a build may delete from one of its kernel directories: its own files and Python's bytecode
+    cache of them; a user's file there is left alone."""
+    return _ours(entry) or (entry.name == "__pycache__" and entry.is_dir() and not entry.is_symlink())
+
+
+def in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> list[str]:
+    """The paths a build of these kernels (name → file names) would have to replace in `out` that
+    fusegen did not write. A build never overwrites a user's file: any of them stops it."""
+    problems = []
+    package = out / "__init__.py"
+    if (package.exists() or package.is_symlink()) and not _ours(package):
+        problems.append(f"{package}: not written by fusegen (it lacks the '{PACKAGE_MARKER}' header), and the build would replace it")
+    for name, files in sorted(kernel_files.items()):
+        directory = out / name
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+            problems.append(f"{directory}: not written by fusegen, and in the way of kernel '{name}' (a directory of that name)")
+        elif directory.is_dir() and any(directory.iterdir()) and not _is_generated_kernel_dir(directory):
+            problems.append(f"{directory}: a directory not written by fusegen (no generated __init__.py) has the name of kernel '{name}'")
+        elif directory.is_dir():
+            problems += [
+                f"{directory / file}: not written by fusegen, and the build of kernel '{name}' would replace it"
+                for file in sorted(files)
+                if ((directory / file).exists() or (directory / file).is_symlink()) and not _ours(directory / file)
+            ]
+    return problems
+
+
+def _refuse_what_is_in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> None:
+    problems = in_the_way(out, kernel_files)
+    if problems:
+        raise UsageError("\n".join([*problems, "move or rename it (or build into another --out); nothing written"]))
 
 
 def apply_journal(out: Path) -> None:
@@ -196,6 +251,9 @@ def apply_journal(out: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
+        # A stale kernel's directory goes once its files have; one still holding a user's file stays.
+        if path.parent != out and path.parent.is_dir() and not any(path.parent.iterdir()):
+            path.parent.rmdir()
     # The staging directory goes before the journal: a build interrupted in between rolls forward
     # again harmlessly, while the reverse order could strand the directory in a still-living process.
     shutil.rmtree(out / entries["staging"], ignore_errors=True)
@@ -220,8 +278,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> None:
-    """Moves changed files from staging into `out` and removes the staging directory (call under the lock)."""
+def prepare_commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> dict | None:
+    """The journal of moves from staging into `out` and removals that brings `out` to this build, None
+    when nothing changed; refuses files in the way (call under the lock)."""
+    _refuse_what_is_in_the_way(out, {b.plan.name: set(b.files) for b in built})
     moves: list[tuple[str, str]] = []
     remove: list[str] = []
     names = {b.plan.name for b in built}
@@ -238,16 +298,21 @@ def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[s
                 moves.append((f"{staging.name}/{b.plan.name}/{name}", f"{b.plan.name}/{name}"))
         if target.is_dir():
             for extra in sorted(target.iterdir()):
-                if extra.is_file() and extra.name not in b.files:
+                if extra.is_file() and extra.name not in b.files and _ours(extra):
                     remove.append(f"{b.plan.name}/{extra.name}")
                     b.changed = True
     for directory in sorted(out.iterdir()):
         if directory.name not in names and _is_generated_kernel_dir(directory) and _stale(directory, spec_files, spec_dirs):
-            remove.append(directory.name)
-    if not moves and not remove:
+            remove += [f"{directory.name}/{entry.name}" for entry in sorted(directory.iterdir()) if _removable(entry)]
+    return {"moves": moves, "remove": remove, "staging": staging.name} if moves or remove else None
+
+
+def commit(journal: dict | None, staging: Path, out: Path) -> None:
+    """Applies the journal through `out`'s journal file and removes the staging directory (call under the lock)."""
+    if journal is None:
         shutil.rmtree(staging)
         return
-    _write_journal(out, staging, {"moves": moves, "remove": remove, "staging": staging.name})
+    _write_journal(out, staging, journal)
     apply_journal(out)
 
 
@@ -271,10 +336,12 @@ def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
 
 
 def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None) -> list[BuiltKernel]:
-    """Builds every spec under `paths` into `out`; raises BuildErrors or CompileFailure having written
-    nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does."""
+    """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
+    written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
+    # Checked again under the lock before anything moves; here it fails before compiling and writing.
+    _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
     try:
@@ -282,12 +349,18 @@ def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning 
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    # From here on the staging directory is not removed on failure: once the journal names it, its
-    # files are the only copy a later build can roll forward from (an interrupt while applying must
-    # not strand a half-applied tree). A later build removes it once this process is gone.
+    # Until the journal is written nothing in `out` has changed and the staging directory goes on any
+    # failure; from then on it stays: once the journal names it, its files are the only copy a later
+    # build can roll forward from (an interrupt while applying must not strand a half-applied tree).
+    # A later build removes it once this process is gone.
     with locked(out):
-        apply_journal(out)
-        remove_dead_staging(out)
-        spec_dirs = {display_path(p) for p in paths if p.is_dir()}
-        commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)
+        try:
+            apply_journal(out)
+            remove_dead_staging(out)
+            spec_dirs = {display_path(p) for p in paths if p.is_dir()}
+            journal = prepare_commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        commit(journal, staging, out)
     return built

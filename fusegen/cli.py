@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import SPEC_ERROR_EXIT, SpecError
+from .errors import SPEC_ERROR_EXIT, SpecError, UsageError
 
 
 def _report_errors(errors: list[SpecError]) -> int:
@@ -32,6 +32,10 @@ def cmd_build(args) -> int:
         return _report_errors([exc])
     except BuildErrors as exc:
         return _report_errors(exc.errors)
+    except UsageError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return SPEC_ERROR_EXIT
     except CompileFailure as exc:
         print(f"error: {exc}\nnothing written", file=sys.stderr)
         return 1

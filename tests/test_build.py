@@ -327,7 +327,7 @@ def test_half_applied_journal_is_rolled_forward(work, monkeypatch):
     old_rms_norm = identity_of(out / "rms_norm")
     journal = _stage_pending_commit(work, monkeypatch)
     moves = journal["moves"]
-    assert journal["remove"] == ["layer_norm_fwd"]
+    assert journal["remove"] == [f"layer_norm_fwd/{file}" for file in sorted(os.listdir(out / "layer_norm_fwd"))]
     assert {target for _, target in moves} >= {"rms_norm/kernel.py", "rms_norm/kernel.cu", "rms_norm/plan.json"}
     expected_new = {target: (out / source).read_bytes() for source, target in moves}
     for source, target in moves[: len(moves) // 2]:
@@ -409,6 +409,71 @@ def test_build_from_another_directory_removes_no_other_kernel(work):
     assert kernel_dirs(out) == KERNEL_NAMES
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] == "rms_norm.toml"
     assert_consistent(out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. Files fusegen did not write
+
+
+def _user_package(directory: Path) -> dict[str, bytes]:
+    directory.mkdir()
+    (directory / "__init__.py").write_text("# my own package\nVALUE = 1\n")
+    (directory / "core.py").write_text("def f():\n    return 2\n")
+    return snapshot(directory)
+
+
+def test_spec_named_like_a_package_never_touches_it(work, monkeypatch, capsys):
+    """A spec named `fusegen` built with `--out .` meets a user package of that name (fusegen's own
+    source, in the issue): the build stops naming it, and writes nothing at all into `.`."""
+    monkeypatch.chdir(work)
+    package = _user_package(work / "fusegen")
+    spec = (work / "specs" / "rms_norm.toml").read_text().replace('name = "rms_norm"', 'name = "fusegen"')
+    (work / "fusegen.toml").write_text(spec)
+    before = sorted(os.listdir(work))
+
+    assert cli.main(["build", "fusegen.toml", "--out", ".", "--jobs", "1"]) == 2
+    error = capsys.readouterr().err
+    assert "fusegen: a directory not written by fusegen" in error and "nothing written" in error
+    assert snapshot(work / "fusegen") == package
+    assert sorted(os.listdir(work)) == before
+
+
+@pytest.mark.parametrize(
+    "in_the_way",
+    [
+        pytest.param(lambda out: (out / "__init__.py").write_text("# my package\n"), id="package-init"),
+        pytest.param(lambda out: (out / "rms_norm" / "kernel.py").write_text("# my kernel\n"), id="kernel-file"),
+        pytest.param(lambda out: (out / "rms_norm" / "plan.json").write_text('{"mine": true}'), id="plan-json"),
+        pytest.param(lambda out: shutil.rmtree(out / "rms_norm") or (out / "rms_norm").write_text("notes\n"), id="file-named-like-kernel"),
+        pytest.param(lambda out: shutil.rmtree(out / "rms_norm") or (out / "rms_norm").symlink_to(out.parent / "specs"), id="symlink"),
+    ],
+)
+def test_a_file_fusegen_did_not_write_stops_the_build(work, monkeypatch, capsys, in_the_way):
+    out = work / "generated"
+    in_the_way(out)
+    change_eps(work / "specs" / "rms_norm.toml")  # a change the build would otherwise write
+    before = snapshot(out, hidden=True)
+    monkeypatch.chdir(work)
+
+    assert cli.main(build_args("specs/rms_norm.toml")) == 2
+    error = capsys.readouterr().err
+    assert "generated/" in error and "not written by fusegen" in error and "nothing written" in error
+    assert snapshot(out, hidden=True) == before
+
+
+def test_a_users_file_in_a_kernel_directory_is_kept(work):
+    """Extra files in a kernel directory: fusegen's own go, a user's stay, even when the kernel's
+    spec is deleted (its directory then keeps only the user's file)."""
+    out = work / "generated"
+    (out / "rms_norm" / "notes.txt").write_text("mine\n")
+    (out / "layer_norm_fwd" / "notes.txt").write_text("mine too\n")
+    (work / "specs" / "layer_norm_fwd.toml").unlink()
+    change_eps(work / "specs" / "rms_norm.toml")
+
+    fusegen(*build_args("specs/"), cwd=work)
+    assert (out / "rms_norm" / "notes.txt").read_text() == "mine\n"
+    assert sorted(os.listdir(out / "layer_norm_fwd")) == ["notes.txt"]
+    assert identity_of(out / "rms_norm").startswith("rms_norm-")
 
 
 def test_worker_processes_compile_what_build_committed():
