@@ -167,12 +167,12 @@ def locked(out: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_journal(out: Path, staging: Path, entries: dict) -> None:
+def _write_journal(out: Path, staging: Path, journal: Journal) -> None:
     """Drafts the journal in the staging directory, so a kill mid-write leaves neither a partial
     journal nor a stray temporary file in `out`, then renames it into place atomically."""
     draft = staging / JOURNAL
     with open(draft, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(entries))
+        handle.write(journal.model_dump_json())
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(draft, out / JOURNAL)
@@ -235,29 +235,87 @@ def _refuse_what_is_in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> 
         raise UsageError("\n".join([*problems, "move or rename it (or build into another --out); nothing written"]))
 
 
-def apply_journal(out: Path) -> None:
-    """Finishes a commit, including one a killed build left half-applied (call under the lock)."""
-    journal = out / JOURNAL
-    if not journal.exists():
-        return
-    entries = json.loads(journal.read_text(encoding="utf-8"))
-    for source, target in entries["moves"]:
+class Journal(BaseModel):
+    """A commit in progress: moves out of the staging directory, then removals, all relative to `out`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    pid: int  # the build that wrote it
+    staging: str
+    moves: list[tuple[str, str]]
+    remove: list[str]
+
+
+def _confined(out: Path, relative: str) -> bool:
+    """Whether `relative` is a plain path below `out` (relative, normalised, no `..`) whose directory,
+    links resolved, lies inside `out`."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or str(pure) != relative or ".." in pure.parts or "\\" in relative or relative in ("", "."):
+        return False
+    return (out / pure).parent.resolve().is_relative_to(out.resolve())
+
+
+def _journal_problem(out: Path, journal: Journal) -> str | None:
+    if not re.fullmatch(re.escape(STAGING_PREFIX) + r"\d+-\w+", journal.staging):
+        return f"staging {journal.staging!r} is not a staging directory's name"
+    staged = journal.staging + "/"
+    for source, target in journal.moves:
+        if not (source.startswith(staged) and _confined(out, source)):
+            return f"move source {source!r} is not inside {staged}"
+        if target.startswith(".") or not _confined(out, target):
+            return f"move target {target!r} is not a path inside {out}"
+    for doomed in journal.remove:
+        if doomed.startswith(".") or not _confined(out, doomed):
+            return f"removal {doomed!r} is not a path inside {out}"
+    return None
+
+
+def read_journal(out: Path) -> Journal | None:
+    """The journal a build left in `out`, None if there is none. It is trusted with moving and removing
+    files, so one that is not exactly what a build writes, or names a path outside `out`, stops the
+    build: a UsageError with what to do."""
+    path = out / JOURNAL
+    if not path.exists():
+        return None
+    try:
+        journal = Journal.model_validate_json(path.read_bytes())
+        problem = _journal_problem(out, journal)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        problem = f"{'.'.join(str(part) for part in first['loc']) or 'the file'}: {first['msg']}"
+    except OSError as exc:
+        problem = f"unreadable ({exc.strerror})"
+    if problem:
+        raise UsageError(
+            f"{path}: not a journal fusegen wrote ({problem}); it cannot be rolled forward. "
+            f"Check {out}/ (a kernel may be half-replaced: rebuild it), delete {path}, then run `fusegen build` again"
+        )
+    return journal
+
+
+def apply_journal(out: Path) -> int | None:
+    """Finishes a commit, including one a killed build left half-applied (call under the lock); returns
+    the pid of the build that wrote the journal, None when there was none."""
+    journal = read_journal(out)
+    if journal is None:
+        return None
+    for source, target in journal.moves:
         if (out / source).exists():
             (out / target).parent.mkdir(parents=True, exist_ok=True)
             os.replace(out / source, out / target)
-    for doomed in entries["remove"]:
+    for doomed in journal.remove:
         path = out / doomed
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():
             path.unlink()
         # A stale kernel's directory goes once its files have; one still holding a user's file stays.
         if path.parent != out and path.parent.is_dir() and not any(path.parent.iterdir()):
             path.parent.rmdir()
     # The staging directory goes before the journal: a build interrupted in between rolls forward
     # again harmlessly, while the reverse order could strand the directory in a still-living process.
-    shutil.rmtree(out / entries["staging"], ignore_errors=True)
-    journal.unlink()
+    shutil.rmtree(out / journal.staging, ignore_errors=True)
+    (out / JOURNAL).unlink()
+    return journal.pid
 
 
 def remove_dead_staging(out: Path) -> None:
@@ -278,7 +336,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def prepare_commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> dict | None:
+def prepare_commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> Journal | None:
     """The journal of moves from staging into `out` and removals that brings `out` to this build, None
     when nothing changed; refuses files in the way (call under the lock)."""
     _refuse_what_is_in_the_way(out, {b.plan.name: set(b.files) for b in built})
@@ -304,10 +362,10 @@ def prepare_commit(built: list[BuiltKernel], staging: Path, out: Path, spec_file
     for directory in sorted(out.iterdir()):
         if directory.name not in names and _is_generated_kernel_dir(directory) and _stale(directory, spec_files, spec_dirs):
             remove += [f"{directory.name}/{entry.name}" for entry in sorted(directory.iterdir()) if _removable(entry)]
-    return {"moves": moves, "remove": remove, "staging": staging.name} if moves or remove else None
+    return Journal(pid=os.getpid(), staging=staging.name, moves=moves, remove=remove) if moves or remove else None
 
 
-def commit(journal: dict | None, staging: Path, out: Path) -> None:
+def commit(journal: Journal | None, staging: Path, out: Path) -> None:
     """Applies the journal through `out`'s journal file and removes the staging directory (call under the lock)."""
     if journal is None:
         shutil.rmtree(staging)

@@ -368,6 +368,38 @@ def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatc
     _assert_rolled_forward(work, expected_new, old_rms_norm)
 
 
+@pytest.mark.parametrize(
+    "journal",
+    [
+        pytest.param("{not json", id="not-json"),
+        pytest.param('{"moves": [], "remove": [], "staging": ".staging-1-ab"}', id="no-pid"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["../victim/keep.txt"], "staging": ".staging-1-ab"}', id="dotdot"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["VICTIM/keep.txt"], "staging": ".staging-1-ab"}', id="absolute"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["link/keep.txt"], "staging": ".staging-1-ab"}', id="through-a-link"),
+        pytest.param('{"pid": 1, "moves": [[".staging-1-ab/x", "../victim/keep.txt"]], "remove": [], "staging": ".staging-1-ab"}', id="move-out"),
+        pytest.param('{"pid": 1, "moves": [["../victim/keep.txt", "rms_norm/x"]], "remove": [], "staging": ".staging-1-ab"}', id="move-in"),
+        pytest.param('{"pid": 1, "moves": [], "remove": [], "staging": ".."}', id="staging-dotdot"),
+    ],
+)
+def test_untrusted_journal_is_refused(work, monkeypatch, capsys, journal):
+    """A journal is obeyed blindly when it rolls a commit forward: one that is not what a build writes,
+    or names a path outside the output directory, stops the build with what to do, touching nothing."""
+    out = work / "generated"
+    victim = work / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious\n")
+    (out / "link").symlink_to(victim)
+    (out / JOURNAL).write_text(journal.replace("VICTIM", str(victim)))
+    before = snapshot(work, hidden=True)
+    monkeypatch.chdir(work)
+
+    assert cli.main(build_args("specs/rms_norm_splitk.toml")) == 2
+    error = capsys.readouterr().err
+    assert f"generated/{JOURNAL}: not a journal fusegen wrote" in error and f"delete generated/{JOURNAL}" in error, error
+    assert "Traceback" not in error
+    assert snapshot(work, hidden=True) == before
+
+
 # ---------------------------------------------------------------------------------------------------
 # 5. Stale kernels
 
