@@ -393,6 +393,18 @@ def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
     return recorded in spec_files or str(Path(recorded).parent) in spec_dirs
 
 
+def check_output_directory(out: Path) -> None:
+    """A usage error unless `out` is, or can be made, a writable directory."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "is a file" if existing == out else f"is under {existing}, a file"
+        raise UsageError(f"--out {out}: {where}; it must be a directory (or a path where one can be made)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: {existing} is not writable")
+
+
 def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None) -> list[BuiltKernel]:
     """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
     written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does."""
@@ -400,8 +412,12 @@ def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning 
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
     _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    check_output_directory(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    except OSError as exc:  # what os.access cannot foresee: a read-only file system, root squash
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror})") from None
     try:
         built = stage(plans, staging, jobs or os.cpu_count() or 1)
     except BaseException:

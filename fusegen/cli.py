@@ -102,6 +102,17 @@ def cmd_tune(args) -> int:
     return tune_main(args)
 
 
+def _jobs(text: str) -> int:
+    """argparse type of --jobs: a count of worker processes, at least one."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return jobs
+
+
 def _tuning_options(command) -> None:
     from .tuning import DEFAULT_GPU, TUNING_FILE
 
@@ -115,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
     b.add_argument("--out", default="generated", help="output directory (default: generated)")
-    b.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    b.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")
@@ -142,7 +153,7 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
-    tune.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    tune.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.set_defaults(func=cmd_tune)
     return root

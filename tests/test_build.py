@@ -225,6 +225,34 @@ def test_compile_failure_writes_nothing(work, monkeypatch, capsys):
     assert list((work / "fresh").iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "out, why",
+    [
+        pytest.param("a_file", "--out a_file: is a file", id="file"),
+        pytest.param("a_file/generated", "--out a_file/generated: is under a_file, a file", id="under-a-file"),
+        pytest.param("read_only/generated", "--out read_only/generated: read_only is not writable", id="read-only"),
+    ],
+)
+def test_unusable_out_is_a_usage_error(work, monkeypatch, capsys, out, why):
+    if why.endswith("not writable") and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    (work / "a_file").write_text("mine\n")
+    (work / "read_only").mkdir(mode=0o555)
+    monkeypatch.chdir(work)
+    assert cli.main(build_args("specs/rms_norm.toml", out=out)) == 2
+    error = capsys.readouterr().err
+    assert why in error and "Traceback" not in error, error
+    assert (work / "a_file").read_text() == "mine\n" and not any((work / "read_only").iterdir())
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_jobs_below_one_is_refused(capsys, jobs):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["build", "specs/", "--jobs", jobs])
+    assert exit_.value.code == 2
+    assert f"--jobs: must be a whole number of at least 1, not '{jobs}'" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------------
 # 3. Concurrency
 
