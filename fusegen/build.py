@@ -17,6 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -405,9 +406,16 @@ def check_output_directory(out: Path) -> None:
         raise UsageError(f"--out {out}: {existing} is not writable")
 
 
-def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None) -> list[BuiltKernel]:
+def _quiet(message: str) -> None:
+    """The default `notify` of build(): a library caller hears nothing."""
+
+
+def build(
+    paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None, notify: Callable[[str], None] = _quiet
+) -> list[BuiltKernel]:
     """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
-    written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does."""
+    written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does.
+    `notify` hears what happens on the way (an interrupted build completed)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
@@ -429,7 +437,9 @@ def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning 
     # A later build removes it once this process is gone.
     with locked(out):
         try:
-            apply_journal(out)
+            interrupted = apply_journal(out)
+            if interrupted is not None:
+                notify(f"completed an interrupted build in {out} (journal from pid {interrupted})")
             remove_dead_staging(out)
             spec_dirs = {display_path(p) for p in paths if p.is_dir()}
             journal = prepare_commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)

@@ -17,6 +17,11 @@ def _report_errors(errors: list[SpecError]) -> int:
     return SPEC_ERROR_EXIT
 
 
+def _notify(message: str) -> None:
+    """Progress and notices go to stderr, so stdout holds only the build's report."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def _tuning(args):
     from .tuning import Tuning
 
@@ -27,7 +32,7 @@ def cmd_build(args) -> int:
     from .build import BuildErrors, CompileFailure, build
 
     try:
-        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, _tuning(args))
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, _tuning(args), _notify)
     except SpecError as exc:
         return _report_errors([exc])
     except BuildErrors as exc:

@@ -255,6 +255,10 @@ def init_module(plan: Plan) -> str:
         [
             *header(plan).splitlines(),
             f'"""{plan.name}: the fused kernel, its torch reference and its plan."""',
+            "from fusegen.runtime import check_identity",
+            "",
+            f'check_identity(__file__, "{plan.identity}")',
+            "",
             "from .kernel import IDENTITY, INPUTS, OUTPUTS, ROUTES, Outputs, kernel, launcher",
             "from .reference import reference",
             "",

@@ -361,8 +361,25 @@ def test_half_applied_journal_is_rolled_forward(work, monkeypatch):
     for source, target in moves[: len(moves) // 2]:
         os.replace(out / source, out / target)
 
-    fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    result = fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    assert f"completed an interrupted build in generated (journal from pid {journal['pid']})" in result.stderr
     _assert_rolled_forward(work, expected_new, old_rms_norm)
+
+
+def test_mixed_kernel_directory_refuses_to_import(work):
+    """What a kill between two moves leaves: kernel.py of a new build beside the rest of the old one.
+    Importing it must fail and say what to do, not run a kernel its reference does not describe."""
+    from fusegen.compile import import_package
+
+    directory = work / "generated" / "rms_norm"
+    assert import_package(directory, "whole_rms_norm").IDENTITY == identity_of(directory)
+    kernel = directory / "kernel.py"
+    kernel.write_text(kernel.read_text().replace(identity_of(directory), "rms_norm-0123456789ab"))
+    with pytest.raises(ImportError, match=r"kernel.py: rms_norm-0123456789ab.*run `fusegen build`"):
+        import_package(directory, "mixed_rms_norm")
+    (directory / "plan.json").unlink()
+    with pytest.raises(ImportError, match="plan.json: missing or unreadable"):
+        import_package(directory, "incomplete_rms_norm")
 
 
 def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatch):
