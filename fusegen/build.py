@@ -77,7 +77,11 @@ def collect_spec_files(paths: list[Path]) -> list[Path]:
             errors.append(SpecError(str(path), "", "no such file or directory"))
     if errors:
         raise BuildErrors(errors)
-    return files
+    # One file named twice (`specs/ specs/`, `./specs`, a link) is one spec, built once.
+    unique = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
 
 
 def load_and_plan(files: list[Path], tuning: Tuning = UNTUNED) -> list[Plan]:

@@ -488,6 +488,18 @@ def test_build_from_another_directory_removes_no_other_kernel(work):
     assert_consistent(out)
 
 
+@pytest.mark.parametrize(
+    "paths",
+    [("specs/", "specs/"), ("specs/rms_norm.toml", "specs/rms_norm.toml"), ("specs", "./specs"), ("specs/", "linked/rms_norm.toml")],
+)
+def test_a_spec_named_twice_is_built_once(work, paths):
+    (work / "linked").mkdir()
+    (work / "linked" / "rms_norm.toml").symlink_to(work / "specs" / "rms_norm.toml")
+    result = fusegen(*build_args(*paths), cwd=work)
+    expected = KERNEL_NAMES if paths[0].startswith("specs") and not paths[0].endswith(".toml") else ["rms_norm"]
+    assert status_lines(result.stdout) == {name: "unchanged" for name in expected}
+
+
 # ---------------------------------------------------------------------------------------------------
 # 6. Files fusegen did not write
 
