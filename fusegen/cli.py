@@ -22,25 +22,41 @@ def _notify(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _tuning(args):
-    from .tuning import Tuning
+def _report_usage_error(exc: UsageError) -> int:
+    for line in str(exc).splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    return SPEC_ERROR_EXIT
 
-    return Tuning.load(Path(args.tuning), args.gpu)
+
+def _tuning(args):
+    """The tuning winners to plan with, saying which file they come from: results depend on it, and
+    the default is found in the working directory. A missing default is normal (untuned); a file
+    named with --tuning that is missing is a UsageError."""
+    from .tuning import TUNING_FILE, UNTUNED, Tuning
+
+    path = Path(args.tuning or TUNING_FILE)
+    if not path.is_file():
+        if args.tuning:
+            raise UsageError(f"--tuning {args.tuning}: no such file")
+        _notify(f"untuned (no {TUNING_FILE} in {Path.cwd()})")
+        return UNTUNED
+    _notify(f"tuning: {path.resolve()} (winners for {args.gpu})")
+    return Tuning.load(path, args.gpu)
 
 
 def cmd_build(args) -> int:
     from .build import BuildErrors, CompileFailure, build
 
     try:
-        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, _tuning(args), _notify)
+        tuning = _tuning(args)
+        _notify(f"output: {Path(args.out).resolve()}")
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, tuning, _notify)
     except SpecError as exc:
         return _report_errors([exc])
     except BuildErrors as exc:
         return _report_errors(exc.errors)
     except UsageError as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return SPEC_ERROR_EXIT
+        return _report_usage_error(exc)
     except CompileFailure as exc:
         print(f"error: {exc}\nnothing written", file=sys.stderr)
         return 1
@@ -74,6 +90,8 @@ def cmd_plan(args) -> int:
         p = plan_spec(spec, text, display_path(Path(args.spec)), _tuning(args))
     except SpecError as exc:
         return _report_errors([exc])
+    except UsageError as exc:
+        return _report_usage_error(exc)
     if args.json:
         print(json.dumps(plan_as_dict(p), indent=2, sort_keys=True))
         return 0
@@ -121,7 +139,9 @@ def _jobs(text: str) -> int:
 def _tuning_options(command) -> None:
     from .tuning import DEFAULT_GPU, TUNING_FILE
 
-    command.add_argument("--tuning", default=TUNING_FILE, help=f"tuning winners to build with (default: {TUNING_FILE}; none if absent)")
+    command.add_argument(
+        "--tuning", help=f"tuning winners to build with (default: {TUNING_FILE} in the working directory; untuned if absent)"
+    )
     command.add_argument("--gpu", default=DEFAULT_GPU, help=f"whose winners in the tuning file (default: {DEFAULT_GPU})")
 
 

@@ -154,6 +154,9 @@ def test_rebuild_is_byte_identical_and_writes_nothing(work, reference):
     assert status_lines(result.stdout) == {name: "unchanged" for name in KERNEL_NAMES}
     assert snapshot(out) == expected
     assert mtimes(out) == before
+    # What the bytes depend on besides the specs is named, resolved.
+    assert f"tuning: {work / 'tuning.json'} (winners for NVIDIA H200)" in result.stderr
+    assert f"output: {out}" in result.stderr
     assert_consistent(out)
 
 
@@ -481,7 +484,8 @@ def test_renamed_kernel_replaces_its_old_directory(work):
 def test_build_from_another_directory_removes_no_other_kernel(work):
     """Spec paths are recorded relative to the working directory; from another one they cannot be
     matched, so the kernels of the other specs must be kept, not judged stale."""
-    fusegen("build", "rms_norm.toml", "--out", "../generated", "--jobs", "2", cwd=work / "specs")
+    result = fusegen("build", "rms_norm.toml", "--out", "../generated", "--jobs", "2", cwd=work / "specs")
+    assert f"untuned (no tuning.json in {work / 'specs'})" in result.stderr
     out = work / "generated"
     assert kernel_dirs(out) == KERNEL_NAMES
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] == "rms_norm.toml"
@@ -498,6 +502,17 @@ def test_a_spec_named_twice_is_built_once(work, paths):
     result = fusegen(*build_args(*paths), cwd=work)
     expected = KERNEL_NAMES if paths[0].startswith("specs") and not paths[0].endswith(".toml") else ["rms_norm"]
     assert status_lines(result.stdout) == {name: "unchanged" for name in expected}
+
+
+@pytest.mark.parametrize("command", ["build", "plan"])
+def test_a_named_tuning_file_that_is_missing_is_an_error(work, monkeypatch, capsys, command):
+    """Only the default tuning file may be absent (untuned); one named on the command line is meant."""
+    monkeypatch.chdir(work)
+    before = snapshot(work, hidden=True)
+    args = build_args("specs/rms_norm.toml") if command == "build" else ["plan", "specs/rms_norm.toml"]
+    assert cli.main([*args, "--tuning", "tunnig.json"]) == 2
+    assert "error: --tuning tunnig.json: no such file" in capsys.readouterr().err
+    assert snapshot(work, hidden=True) == before
 
 
 # ---------------------------------------------------------------------------------------------------
