@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -139,13 +140,33 @@ def _compile_all(paths: list[str], jobs: int) -> list[list[str]]:
     if jobs <= 1 or len(paths) == 1:
         return [_compile_one(path) for path in paths]
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context, initializer=_ignore_interrupts)
+    try:
         futures = [pool.submit(_compile_one, path) for path in paths]
-        try:
-            return [f.result() for f in futures]
-        except BrokenProcessPool:
-            # A compiler worker died outright (a crash inside TVM, or killed for memory).
-            raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
+        results = [f.result() for f in futures]
+    except BrokenProcessPool:
+        # A compiler worker died outright (a crash inside TVM, or killed for memory).
+        raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
+    finally:
+        _stop(pool)
+    return results
+
+
+def _ignore_interrupts() -> None:
+    """Compile workers leave Ctrl-C (sent to the whole terminal process group) to the build, which stops
+    them; otherwise each prints its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Shuts the pool down without waiting for compilations in flight: on a failure or an interrupt their
+    results are not wanted, and a TileLang compile can take many seconds."""
+    workers = list((pool._processes or {}).values())  # the executor offers no way to stop a running task
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join()
 
 
 def _compile_one(path: str) -> list[str]:
@@ -162,10 +183,21 @@ def _compile_one(path: str) -> list[str]:
 
 
 @contextmanager
-def locked(out: Path):
+def locked(out: Path, notify: Callable[[str], None]):
+    """Holds `out`'s build lock; says whose it is when it has to wait (the holder writes its pid in it)."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    # Opened without truncating: the holder's pid must stay readable while this build waits.
+    with open(os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644), "r+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = handle.read().strip() or "unknown"
+            notify(f"waiting for the build lock on {out} held by pid {holder}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
         try:
             yield
         finally:
@@ -419,7 +451,7 @@ def build(
 ) -> list[BuiltKernel]:
     """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
     written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does.
-    `notify` hears what happens on the way (an interrupted build completed)."""
+    `notify` hears what happens on the way (a wait for the lock, an interrupted build completed)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
@@ -439,7 +471,7 @@ def build(
     # failure; from then on it stays: once the journal names it, its files are the only copy a later
     # build can roll forward from (an interrupt while applying must not strand a half-applied tree).
     # A later build removes it once this process is gone.
-    with locked(out):
+    with locked(out, notify):
         try:
             interrupted = apply_journal(out)
             if interrupted is not None:

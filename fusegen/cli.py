@@ -8,6 +8,9 @@ from pathlib import Path
 
 from .errors import SPEC_ERROR_EXIT, SpecError, UsageError
 
+# The shell's status for a command stopped by SIGINT (128 + 2).
+INTERRUPTED_EXIT = 130
+
 
 def _report_errors(errors: list[SpecError]) -> int:
     for error in errors:
@@ -45,7 +48,7 @@ def _tuning(args):
 
 
 def cmd_build(args) -> int:
-    from .build import BuildErrors, CompileFailure, build
+    from .build import JOURNAL, BuildErrors, CompileFailure, build
 
     try:
         tuning = _tuning(args)
@@ -60,6 +63,14 @@ def cmd_build(args) -> int:
     except CompileFailure as exc:
         print(f"error: {exc}\nnothing written", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Before the journal is written the build removes its staging directory: nothing changed.
+        pending = (Path(args.out) / JOURNAL).exists()
+        print(
+            f"interrupted; the next `fusegen build` completes the move into {args.out}/" if pending else "interrupted; nothing written",
+            file=sys.stderr,
+        )
+        return INTERRUPTED_EXIT
     failing = 0
     for b in built:
         p = b.plan

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 import fusegen.build as build_module
 from fusegen import cli
-from fusegen.build import JOURNAL, STAGING_PREFIX, CompileFailure
+from fusegen.build import JOURNAL, LOCK, STAGING_PREFIX, CompileFailure
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_NAMES = sorted(p.stem for p in (REPO / "specs").glob("*.toml"))
@@ -288,6 +289,60 @@ def test_concurrent_builds_leave_a_consistent_tree(reference, tmp_path):
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] in ("specs/rms_norm.toml", "other/rms_norm.toml")
 
 
+def test_a_build_waiting_for_the_lock_says_whose_it_is(tmp_path):
+    out = tmp_path / "out"
+    heard = []
+
+    def second_build():
+        with build_module.locked(out, heard.append):
+            heard.append("acquired")
+
+    with build_module.locked(out, heard.append):
+        waiter = threading.Thread(target=second_build)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heard == [f"waiting for the build lock on {out} held by pid {os.getpid()}"]
+    waiter.join(10)
+    assert heard[-1] == "acquired"
+
+
+def _group_gone(group: int, within: float) -> bool:
+    """Whether every process of `group` (a build and its compile workers) has ended within `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_while_compiling_exits_at_once_and_writes_nothing(work, reference, tmp_path):
+    """Ctrl-C reaches the build and its compile workers (one process group, as in a terminal): the build
+    stops them rather than waiting for their compilations, and says what it left."""
+    _, expected = reference
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    process = start_build("specs/", cwd=work, env={**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cold-cache")})
+    deadline = time.monotonic() + 60
+    while not list(out.glob(f"{STAGING_PREFIX}*/*/kernel.py")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # into the compilations, which take seconds each with a cold cache
+    assert process.poll() is None, "the build finished before the interrupt; it would prove nothing"
+    os.killpg(process.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    _, stderr = process.communicate(timeout=TIMEOUT)
+    assert time.monotonic() - interrupted < 5
+    assert process.returncode == 130
+    assert "interrupted; nothing written" in stderr and "Traceback" not in stderr, stderr
+    assert _group_gone(process.pid, within=3.0), subprocess.run(["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True).stdout
+    assert snapshot(out) == expected
+    assert not list(out.glob(STAGING_PREFIX + "*"))
+
+
 # ---------------------------------------------------------------------------------------------------
 # 4. SIGKILL and the journal
 
@@ -438,6 +493,7 @@ def test_untrusted_journal_is_refused(work, monkeypatch, capsys, journal):
     (victim / "keep.txt").write_text("precious\n")
     (out / "link").symlink_to(victim)
     (out / JOURNAL).write_text(journal.replace("VICTIM", str(victim)))
+    (out / LOCK).unlink()  # the build writes its pid into it
     before = snapshot(work, hidden=True)
     monkeypatch.chdir(work)
 
@@ -445,6 +501,7 @@ def test_untrusted_journal_is_refused(work, monkeypatch, capsys, journal):
     error = capsys.readouterr().err
     assert f"generated/{JOURNAL}: not a journal fusegen wrote" in error and f"delete generated/{JOURNAL}" in error, error
     assert "Traceback" not in error
+    (out / LOCK).unlink()
     assert snapshot(work, hidden=True) == before
 
 
