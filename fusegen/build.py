@@ -13,7 +13,7 @@ import re
 import shutil
 import signal
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -118,8 +118,13 @@ def plan_spec(spec: KernelSpec, text: str, shown: str, tuning: Tuning = UNTUNED)
         raise SpecError(shown, exc.key, exc.message, line_of(text, exc.key)) from None
 
 
-def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
-    """Writes every kernel's files under `staging` and compiles them there for sm_90a."""
+def _quiet(message: str) -> None:
+    """The default `notify` of build(): a library caller hears nothing."""
+
+
+def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], None] = _quiet, verbose: bool = False) -> list[BuiltKernel]:
+    """Writes every kernel's files under `staging` and compiles them there for sm_90a, telling `notify`
+    as each kernel's compilation finishes (TileLang's own log only when `verbose`)."""
     built = []
     for p in plans:
         directory = staging / p.name
@@ -128,7 +133,14 @@ def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
         for name, text in files.items():
             (directory / name).write_text(text, encoding="utf-8")
         built.append(BuiltKernel(p, files))
-    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs)
+    done = 0
+
+    def compiled(index: int) -> None:
+        nonlocal done
+        done += 1
+        notify(f"compiled {built[index].plan.name} ({done}/{len(built)})")
+
+    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs, verbose, compiled)
     for b, kernel_sources in zip(built, sources):
         b.files["kernel.cu"] = kernel_cu(b.plan, kernel_sources)
         (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
@@ -136,14 +148,21 @@ def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
     return built
 
 
-def _compile_all(paths: list[str], jobs: int) -> list[list[str]]:
+def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[[int], None]) -> list[list[str]]:
+    """The CUDA of each kernel.py in `paths`, in order; `compiled(index)` as each one finishes."""
+    results: list = [None] * len(paths)
     if jobs <= 1 or len(paths) == 1:
-        return [_compile_one(path) for path in paths]
+        for index, path in enumerate(paths):
+            results[index] = _compile_one(path, verbose)
+            compiled(index)
+        return results
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context, initializer=_ignore_interrupts)
     try:
-        futures = [pool.submit(_compile_one, path) for path in paths]
-        results = [f.result() for f in futures]
+        index_of = {pool.submit(_compile_one, path, verbose): index for index, path in enumerate(paths)}
+        for future in as_completed(index_of):
+            results[index_of[future]] = future.result()
+            compiled(index_of[future])
     except BrokenProcessPool:
         # A compiler worker died outright (a crash inside TVM, or killed for memory).
         raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
@@ -169,9 +188,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         worker.join()
 
 
-def _compile_one(path: str) -> list[str]:
-    from .compile import cuda_sources_of_file  # imported in the worker process: TileLang loads there
+def _compile_one(path: str, verbose: bool) -> list[str]:
+    from .compile import cuda_sources_of_file, route_tilelang_logs  # imported in the worker process: TileLang loads there
 
+    route_tilelang_logs(verbose)
     try:
         return cuda_sources_of_file(Path(path))
     except Exception as exc:  # TileLang raises many types; any of them means fusegen emitted a bad kernel
@@ -442,16 +462,18 @@ def check_output_directory(out: Path) -> None:
         raise UsageError(f"--out {out}: {existing} is not writable")
 
 
-def _quiet(message: str) -> None:
-    """The default `notify` of build(): a library caller hears nothing."""
-
-
 def build(
-    paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None, notify: Callable[[str], None] = _quiet
+    paths: list[Path],
+    out: Path,
+    jobs: int | None = None,
+    tuning: Tuning | None = None,
+    notify: Callable[[str], None] = _quiet,
+    verbose: bool = False,
 ) -> list[BuiltKernel]:
     """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
     written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does.
-    `notify` hears what happens on the way (a wait for the lock, an interrupted build completed)."""
+    `notify` hears what happens on the way (each kernel compiled, a wait for the lock, an interrupted
+    build completed); `verbose` adds TileLang's log (stderr)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
@@ -463,7 +485,7 @@ def build(
     except OSError as exc:  # what os.access cannot foresee: a read-only file system, root squash
         raise UsageError(f"--out {out}: cannot write there ({exc.strerror})") from None
     try:
-        built = stage(plans, staging, jobs or os.cpu_count() or 1)
+        built = stage(plans, staging, jobs or os.cpu_count() or 1, notify, verbose)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

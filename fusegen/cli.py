@@ -53,7 +53,7 @@ def cmd_build(args) -> int:
     try:
         tuning = _tuning(args)
         _notify(f"output: {Path(args.out).resolve()}")
-        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, tuning, _notify)
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, tuning, _notify, args.verbose)
     except SpecError as exc:
         return _report_errors([exc])
     except BuildErrors as exc:
@@ -163,6 +163,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
     b.add_argument("--out", default="generated", help="output directory (default: generated)")
     b.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
+    b.add_argument("-v", "--verbose", action="store_true", help="also show TileLang's log of each compilation (stderr)")
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")

@@ -170,6 +170,20 @@ def test_bytes_do_not_depend_on_the_locale(work, reference):
     assert built == {path: data for path, data in expected.items() if path.startswith("rms_norm/") or path == "__init__.py"}
 
 
+@pytest.mark.parametrize("verbose", [False, True])
+def test_report_is_not_mixed_with_tilelang_log_and_tells_each_compile(work, tmp_path, verbose):
+    """stdout holds only the report; stderr a line as each kernel compiles, and TileLang's log on -v.
+    A cold cache makes TileLang log its compilations."""
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cold-cache")}
+    specs = ("specs/rms_norm.toml", "specs/rms_norm_splitk.toml")
+    result = fusegen(*build_args(*specs, out="fresh"), *(["-v"] if verbose else []), cwd=work, env=env)
+    assert result.stdout.splitlines()[:-1] == [line for line in result.stdout.splitlines() if line.split()[-1] in ("written", "unchanged")]
+    assert len(result.stdout.splitlines()) == 3 and "TileLang" not in result.stdout
+    compiled = sorted(line.split()[1] for line in result.stderr.splitlines() if line.startswith("compiled "))
+    assert compiled == ["rms_norm", "rms_norm_splitk"]
+    assert ("TileLang begins to compile kernel" in result.stderr) == verbose
+
+
 # ---------------------------------------------------------------------------------------------------
 # 2. All or nothing
 
