@@ -32,8 +32,8 @@ def _report_usage_error(exc: UsageError) -> int:
 
 
 def _tuning(args):
-    """The tuning winners to plan with, saying which file they come from: results depend on it, and
-    the default is found in the working directory. A missing default is normal (untuned); a file
+    """The tuning winners to plan with, and which file they come from (results depend on it, and the
+    default is looked for in the working directory). A missing default is normal (untuned); a file
     named with --tuning that is missing is a UsageError."""
     from .tuning import TUNING_FILE, UNTUNED, Tuning
 
@@ -41,18 +41,15 @@ def _tuning(args):
     if not path.is_file():
         if args.tuning:
             raise UsageError(f"--tuning {args.tuning}: no such file")
-        _notify(f"untuned (no {TUNING_FILE} in {Path.cwd()})")
-        return UNTUNED
-    _notify(f"tuning: {path.resolve()} (winners for {args.gpu})")
-    return Tuning.load(path, args.gpu)
+        return UNTUNED, f"untuned (no {TUNING_FILE} in {Path.cwd()})"
+    return Tuning.load(path, args.gpu), f"tuning: {path.resolve()} (winners for {args.gpu})"
 
 
 def cmd_build(args) -> int:
     from .build import JOURNAL, BuildErrors, CompileFailure, build
 
     try:
-        tuning = _tuning(args)
-        _notify(f"output: {Path(args.out).resolve()}")
+        tuning, tuning_used = _tuning(args)
         built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, tuning, _notify, args.verbose)
     except SpecError as exc:
         return _report_errors([exc])
@@ -87,7 +84,7 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-    print(f"{len(built)} kernel(s) in {args.out}/" + (f"; {failing} CUDA check(s) failed" if failing else ""))
+    print(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}" + (f"; {failing} CUDA check(s) failed" if failing else ""))
     return 0
 
 
@@ -98,11 +95,14 @@ def cmd_plan(args) -> int:
 
     try:
         spec, text = load_spec(Path(args.spec))
-        p = plan_spec(spec, text, display_path(Path(args.spec)), _tuning(args))
+        tuning, tuning_used = _tuning(args)
+        p = plan_spec(spec, text, display_path(Path(args.spec)), tuning)
     except SpecError as exc:
         return _report_errors([exc])
     except UsageError as exc:
         return _report_usage_error(exc)
+    # On stderr: stdout is the plan, and with --json a JSON document.
+    print(tuning_used, file=sys.stderr)
     if args.json:
         print(json.dumps(plan_as_dict(p), indent=2, sort_keys=True))
         return 0
