@@ -15,7 +15,7 @@ import signal
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable
@@ -264,7 +264,7 @@ def _removable(entry: Path) -> bool:
     return _ours(entry) or (entry.name == "__pycache__" and entry.is_dir() and not entry.is_symlink())
 
 
-def in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> list[str]:
+def _in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> list[str]:
     """The paths a build of these kernels (name → file names) would have to replace in `out` that
     fusegen did not write. A build never overwrites a user's file: any of them stops it."""
     problems = []
@@ -287,7 +287,7 @@ def in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> list[str]:
 
 
 def _refuse_what_is_in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> None:
-    problems = in_the_way(out, kernel_files)
+    problems = _in_the_way(out, kernel_files)
     if problems:
         raise UsageError("\n".join([*problems, "move or rename it (or build into another --out); nothing written"]))
 
@@ -450,7 +450,7 @@ def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
     return recorded in spec_files or str(Path(recorded).parent) in spec_dirs
 
 
-def check_output_directory(out: Path) -> None:
+def _check_output_directory(out: Path) -> None:
     """A usage error unless `out` is, or can be made, a writable directory."""
     existing = out
     while not existing.exists() and existing != existing.parent:
@@ -476,25 +476,23 @@ def build(
     build completed); `verbose` adds TileLang's log (stderr)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
+    _check_output_directory(out)
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
     _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
-    check_output_directory(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
     except OSError as exc:  # what os.access cannot foresee: a read-only file system, root squash
         raise UsageError(f"--out {out}: cannot write there ({exc.strerror})") from None
-    try:
-        built = stage(plans, staging, jobs or os.cpu_count() or 1, notify, verbose)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     # Until the journal is written nothing in `out` has changed and the staging directory goes on any
-    # failure; from then on it stays: once the journal names it, its files are the only copy a later
-    # build can roll forward from (an interrupt while applying must not strand a half-applied tree).
-    # A later build removes it once this process is gone.
-    with locked(out, notify):
+    # failure (an interrupt while waiting for the lock included); from then on it stays: once the
+    # journal names it, its files are the only copy a later build can roll forward from (an interrupt
+    # while applying must not strand a half-applied tree). A later build removes it once this process
+    # is gone.
+    with ExitStack() as held:
         try:
+            built = stage(plans, staging, jobs or os.cpu_count() or 1, notify, verbose)
+            held.enter_context(locked(out, notify))
             interrupted = apply_journal(out)
             if interrupted is not None:
                 notify(f"completed an interrupted build in {out} (journal from pid {interrupted})")

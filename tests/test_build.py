@@ -321,6 +321,21 @@ def test_a_build_waiting_for_the_lock_says_whose_it_is(tmp_path):
     assert heard[-1] == "acquired"
 
 
+def test_ctrl_c_while_waiting_for_the_lock_leaves_no_staging(work):
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    with build_module.locked(out, lambda message: None):
+        process = start_build("specs/rms_norm.toml", cwd=work)
+        for line in process.stderr:
+            if line.startswith("waiting for the build lock"):
+                break
+        assert line == f"waiting for the build lock on generated held by pid {os.getpid()}\n"
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 130 and "interrupted; nothing written" in stderr and "Traceback" not in stderr, stderr
+    assert not list(out.glob(STAGING_PREFIX + "*"))
+
+
 def _group_gone(group: int, within: float) -> bool:
     """Whether every process of `group` (a build and its compile workers) has ended within `within` s."""
     deadline = time.monotonic() + within
