@@ -9,17 +9,22 @@ import fcntl
 import json
 import multiprocessing
 import os
+import re
 import shutil
+import signal
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
-from .errors import ChainError, SpecError
+from .errors import ChainError, SpecError, UsageError
 from .locate import line_of
 from .model import Plan
 from .plan import plan
@@ -81,7 +86,11 @@ def collect_spec_files(paths: list[Path]) -> list[Path]:
         files += found
     if errors:
         raise BuildErrors(errors)
-    return files
+    # One file named twice (`specs/ specs/`, `./specs`, a link) is one spec, built once.
+    unique = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
 
 
 def load_and_plan(files: list[Path], tuning: Tuning = UNTUNED) -> list[Plan]:
@@ -117,8 +126,13 @@ def plan_spec(spec: KernelSpec, text: str, shown: str, tuning: Tuning = UNTUNED)
         raise SpecError(shown, exc.key, exc.message, line_of(text, exc.key)) from None
 
 
-def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
-    """Writes every kernel's files under `staging` and compiles them there for sm_90a."""
+def _quiet(message: str) -> None:
+    """The default `notify` of build(): a library caller hears nothing."""
+
+
+def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], None] = _quiet, verbose: bool = False) -> list[BuiltKernel]:
+    """Writes every kernel's files under `staging` and compiles them there for sm_90a, telling `notify`
+    as each kernel's compilation finishes (TileLang's own log only when `verbose`)."""
     built = []
     for p in plans:
         directory = staging / p.name
@@ -127,7 +141,14 @@ def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
         for name, text in files.items():
             (directory / name).write_text(text, encoding="utf-8")
         built.append(BuiltKernel(p, files))
-    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs)
+    done = 0
+
+    def compiled(index: int) -> None:
+        nonlocal done
+        done += 1
+        notify(f"compiled {built[index].plan.name} ({done}/{len(built)})")
+
+    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs, verbose, compiled)
     for b, kernel_sources in zip(built, sources):
         b.files["kernel.cu"] = kernel_cu(b.plan, kernel_sources)
         (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
@@ -135,22 +156,50 @@ def stage(plans: list[Plan], staging: Path, jobs: int) -> list[BuiltKernel]:
     return built
 
 
-def _compile_all(paths: list[str], jobs: int) -> list[list[str]]:
+def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[[int], None]) -> list[list[str]]:
+    """The CUDA of each kernel.py in `paths`, in order; `compiled(index)` as each one finishes."""
+    results: list = [None] * len(paths)
     if jobs <= 1 or len(paths) == 1:
-        return [_compile_one(path) for path in paths]
+        for index, path in enumerate(paths):
+            results[index] = _compile_one(path, verbose)
+            compiled(index)
+        return results
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
-        futures = [pool.submit(_compile_one, path) for path in paths]
-        try:
-            return [f.result() for f in futures]
-        except BrokenProcessPool:
-            # A compiler worker died outright (a crash inside TVM, or killed for memory).
-            raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context, initializer=_ignore_interrupts)
+    try:
+        index_of = {pool.submit(_compile_one, path, verbose): index for index, path in enumerate(paths)}
+        for future in as_completed(index_of):
+            results[index_of[future]] = future.result()
+            compiled(index_of[future])
+    except BrokenProcessPool:
+        # A compiler worker died outright (a crash inside TVM, or killed for memory).
+        raise CompileFailure("a TileLang compile worker died; rerun with --jobs 1 to see which kernel") from None
+    finally:
+        _stop(pool)
+    return results
 
 
-def _compile_one(path: str) -> list[str]:
-    from .compile import cuda_sources_of_file  # imported in the worker process: TileLang loads there
+def _ignore_interrupts() -> None:
+    """Compile workers leave Ctrl-C (sent to the whole terminal process group) to the build, which stops
+    them; otherwise each prints its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Shuts the pool down without waiting for compilations in flight: on a failure or an interrupt their
+    results are not wanted, and a TileLang compile can take many seconds."""
+    workers = list((pool._processes or {}).values())  # the executor offers no way to stop a running task
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join()
+
+
+def _compile_one(path: str, verbose: bool) -> list[str]:
+    from .compile import cuda_sources_of_file, route_tilelang_logs  # imported in the worker process: TileLang loads there
+
+    route_tilelang_logs(verbose)
     try:
         return cuda_sources_of_file(Path(path))
     except Exception as exc:  # TileLang raises many types; any of them means fusegen emitted a bad kernel
@@ -162,52 +211,176 @@ def _compile_one(path: str) -> list[str]:
 
 
 @contextmanager
-def locked(out: Path):
+def locked(out: Path, notify: Callable[[str], None]):
+    """Holds `out`'s build lock; says whose it is when it has to wait (the holder writes its pid in it)."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    # Opened without truncating: the holder's pid must stay readable while this build waits.
+    with open(os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644), "r+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = handle.read().strip() or "unknown"
+            notify(f"waiting for the build lock on {out} held by pid {holder}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _write_journal(out: Path, staging: Path, entries: dict) -> None:
+def _write_journal(out: Path, staging: Path, journal: Journal) -> None:
     """Drafts the journal in the staging directory, so a kill mid-write leaves neither a partial
     journal nor a stray temporary file in `out`, then renames it into place atomically."""
     draft = staging / JOURNAL
     with open(draft, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(entries))
+        handle.write(journal.model_dump_json())
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(draft, out / JOURNAL)
 
 
+def _ours(path: Path) -> bool:
+    """Whether fusegen wrote `path`: a file whose header carries the generated marker, or a plan.json
+    (which has no comments) recording an identity and fusegen version. A link is never ours: replacing
+    or removing through it could reach outside the output directory."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path.name == "plan.json":
+        try:
+            recorded = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(recorded, dict) and isinstance(recorded.get("identity"), str) and "fusegen_version" in recorded
+    return text.startswith((f"# {PACKAGE_MARKER}", f"// {PACKAGE_MARKER}"))
+
+
 def _is_generated_kernel_dir(directory: Path) -> bool:
-    init = directory / "__init__.py"
-    return directory.is_dir() and init.is_file() and PACKAGE_MARKER in init.read_text(encoding="utf-8", errors="replace")[:300]
+    return directory.is_dir() and not directory.is_symlink() and _ours(directory / "__init__.py")
 
 
-def apply_journal(out: Path) -> None:
-    """Finishes a commit, including one a killed build left half-applied (call under the lock)."""
-    journal = out / JOURNAL
-    if not journal.exists():
-        return
-    entries = json.loads(journal.read_text(encoding="utf-8"))
-    for source, target in entries["moves"]:
+def _removable(entry: Path) -> bool:
+    """What a build may delete from one of its kernel directories: its own files and Python's bytecode
+    cache of them; a user's file there is left alone."""
+    return _ours(entry) or (entry.name == "__pycache__" and entry.is_dir() and not entry.is_symlink())
+
+
+def _in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> list[str]:
+    """The paths a build of these kernels (name → file names) would have to replace in `out` that
+    fusegen did not write. A build never overwrites a user's file: any of them stops it."""
+    problems = []
+    package = out / "__init__.py"
+    if (package.exists() or package.is_symlink()) and not _ours(package):
+        problems.append(f"{package}: not written by fusegen (it lacks the '{PACKAGE_MARKER}' header), and the build would replace it")
+    for name, files in sorted(kernel_files.items()):
+        directory = out / name
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+            problems.append(f"{directory}: not written by fusegen, and in the way of kernel '{name}' (a directory of that name)")
+        elif directory.is_dir() and any(directory.iterdir()) and not _is_generated_kernel_dir(directory):
+            problems.append(f"{directory}: a directory not written by fusegen (no generated __init__.py) has the name of kernel '{name}'")
+        elif directory.is_dir():
+            problems += [
+                f"{directory / file}: not written by fusegen, and the build of kernel '{name}' would replace it"
+                for file in sorted(files)
+                if ((directory / file).exists() or (directory / file).is_symlink()) and not _ours(directory / file)
+            ]
+    return problems
+
+
+def _refuse_what_is_in_the_way(out: Path, kernel_files: dict[str, set[str]]) -> None:
+    problems = _in_the_way(out, kernel_files)
+    if problems:
+        raise UsageError("\n".join([*problems, "move or rename it (or build into another --out); nothing written"]))
+
+
+class Journal(BaseModel):
+    """A commit in progress: moves out of the staging directory, then removals, all relative to `out`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    pid: int  # the build that wrote it
+    staging: str
+    moves: list[tuple[str, str]]
+    remove: list[str]
+
+
+def _confined(out: Path, relative: str) -> bool:
+    """Whether `relative` is a plain path below `out` (relative, normalised, no `..`) whose directory,
+    links resolved, lies inside `out`."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or str(pure) != relative or ".." in pure.parts or "\\" in relative or relative in ("", "."):
+        return False
+    return (out / pure).parent.resolve().is_relative_to(out.resolve())
+
+
+def _journal_problem(out: Path, journal: Journal) -> str | None:
+    if not re.fullmatch(re.escape(STAGING_PREFIX) + r"\d+-\w+", journal.staging):
+        return f"staging {journal.staging!r} is not a staging directory's name"
+    staged = journal.staging + "/"
+    for source, target in journal.moves:
+        if not (source.startswith(staged) and _confined(out, source)):
+            return f"move source {source!r} is not inside {staged}"
+        if target.startswith(".") or not _confined(out, target):
+            return f"move target {target!r} is not a path inside {out}"
+    for doomed in journal.remove:
+        if doomed.startswith(".") or not _confined(out, doomed):
+            return f"removal {doomed!r} is not a path inside {out}"
+    return None
+
+
+def read_journal(out: Path) -> Journal | None:
+    """The journal a build left in `out`, None if there is none. It is trusted with moving and removing
+    files, so one that is not exactly what a build writes, or names a path outside `out`, stops the
+    build: a UsageError with what to do."""
+    path = out / JOURNAL
+    if not path.exists():
+        return None
+    try:
+        journal = Journal.model_validate_json(path.read_bytes())
+        problem = _journal_problem(out, journal)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        problem = f"{'.'.join(str(part) for part in first['loc']) or 'the file'}: {first['msg']}"
+    except OSError as exc:
+        problem = f"unreadable ({exc.strerror})"
+    if problem:
+        raise UsageError(
+            f"{path}: not a journal fusegen wrote ({problem}); it cannot be rolled forward. "
+            f"Check {out}/ (a kernel may be half-replaced: rebuild it), delete {path}, then run `fusegen build` again"
+        )
+    return journal
+
+
+def apply_journal(out: Path) -> int | None:
+    """Finishes a commit, including one a killed build left half-applied (call under the lock); returns
+    the pid of the build that wrote the journal, None when there was none."""
+    journal = read_journal(out)
+    if journal is None:
+        return None
+    for source, target in journal.moves:
         if (out / source).exists():
             (out / target).parent.mkdir(parents=True, exist_ok=True)
             os.replace(out / source, out / target)
-    for doomed in entries["remove"]:
+    for doomed in journal.remove:
         path = out / doomed
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():
             path.unlink()
+        # A stale kernel's directory goes once its files have; one still holding a user's file stays.
+        if path.parent != out and path.parent.is_dir() and not any(path.parent.iterdir()):
+            path.parent.rmdir()
     # The staging directory goes before the journal: a build interrupted in between rolls forward
     # again harmlessly, while the reverse order could strand the directory in a still-living process.
-    shutil.rmtree(out / entries["staging"], ignore_errors=True)
-    journal.unlink()
+    shutil.rmtree(out / journal.staging, ignore_errors=True)
+    (out / JOURNAL).unlink()
+    return journal.pid
 
 
 def remove_dead_staging(out: Path) -> None:
@@ -228,8 +401,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> None:
-    """Moves changed files from staging into `out` and removes the staging directory (call under the lock)."""
+def prepare_commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[str], spec_dirs: set[str]) -> Journal | None:
+    """The journal of moves from staging into `out` and removals that brings `out` to this build, None
+    when nothing changed; refuses files in the way (call under the lock)."""
+    _refuse_what_is_in_the_way(out, {b.plan.name: set(b.files) for b in built})
     moves: list[tuple[str, str]] = []
     remove: list[str] = []
     names = {b.plan.name for b in built}
@@ -246,16 +421,21 @@ def commit(built: list[BuiltKernel], staging: Path, out: Path, spec_files: set[s
                 moves.append((f"{staging.name}/{b.plan.name}/{name}", f"{b.plan.name}/{name}"))
         if target.is_dir():
             for extra in sorted(target.iterdir()):
-                if extra.is_file() and extra.name not in b.files:
+                if extra.is_file() and extra.name not in b.files and _ours(extra):
                     remove.append(f"{b.plan.name}/{extra.name}")
                     b.changed = True
     for directory in sorted(out.iterdir()):
         if directory.name not in names and _is_generated_kernel_dir(directory) and _stale(directory, spec_files, spec_dirs):
-            remove.append(directory.name)
-    if not moves and not remove:
+            remove += [f"{directory.name}/{entry.name}" for entry in sorted(directory.iterdir()) if _removable(entry)]
+    return Journal(pid=os.getpid(), staging=staging.name, moves=moves, remove=remove) if moves or remove else None
+
+
+def commit(journal: Journal | None, staging: Path, out: Path) -> None:
+    """Applies the journal through `out`'s journal file and removes the staging directory (call under the lock)."""
+    if journal is None:
         shutil.rmtree(staging)
         return
-    _write_journal(out, staging, {"moves": moves, "remove": remove, "staging": staging.name})
+    _write_journal(out, staging, journal)
     apply_journal(out)
 
 
@@ -278,24 +458,57 @@ def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
     return recorded in spec_files or str(Path(recorded).parent) in spec_dirs
 
 
-def build(paths: list[Path], out: Path, jobs: int | None = None, tuning: Tuning | None = None) -> list[BuiltKernel]:
-    """Builds every spec under `paths` into `out`; raises BuildErrors or CompileFailure having written
-    nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does."""
+def _check_output_directory(out: Path) -> None:
+    """A usage error unless `out` is, or can be made, a writable directory."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "is a file" if existing == out else f"is under {existing}, a file"
+        raise UsageError(f"--out {out}: {where}; it must be a directory (or a path where one can be made)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: {existing} is not writable")
+
+
+def build(
+    paths: list[Path],
+    out: Path,
+    jobs: int | None = None,
+    tuning: Tuning | None = None,
+    notify: Callable[[str], None] = _quiet,
+    verbose: bool = False,
+) -> list[BuiltKernel]:
+    """Builds every spec under `paths` into `out`; raises BuildErrors, UsageError or CompileFailure having
+    written nothing. Without `tuning`, the working directory's tuning file is used, as `fusegen build` does.
+    `notify` hears what happens on the way (each kernel compiled, a wait for the lock, an interrupted
+    build completed); `verbose` adds TileLang's log (stderr)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    _check_output_directory(out)
+    # Checked again under the lock before anything moves; here it fails before compiling and writing.
+    _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
     try:
-        built = stage(plans, staging, jobs or os.cpu_count() or 1)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    # From here on the staging directory is not removed on failure: once the journal names it, its
-    # files are the only copy a later build can roll forward from (an interrupt while applying must
-    # not strand a half-applied tree). A later build removes it once this process is gone.
-    with locked(out):
-        apply_journal(out)
-        remove_dead_staging(out)
-        spec_dirs = {display_path(p) for p in paths if p.is_dir()}
-        commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    except OSError as exc:  # what os.access cannot foresee: a read-only file system, root squash
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror})") from None
+    # Until the journal is written nothing in `out` has changed and the staging directory goes on any
+    # failure (an interrupt while waiting for the lock included); from then on it stays: once the
+    # journal names it, its files are the only copy a later build can roll forward from (an interrupt
+    # while applying must not strand a half-applied tree). A later build removes it once this process
+    # is gone.
+    with ExitStack() as held:
+        try:
+            built = stage(plans, staging, jobs or os.cpu_count() or 1, notify, verbose)
+            held.enter_context(locked(out, notify))
+            interrupted = apply_journal(out)
+            if interrupted is not None:
+                notify(f"completed an interrupted build in {out} (journal from pid {interrupted})")
+            remove_dead_staging(out)
+            spec_dirs = {display_path(p) for p in paths if p.is_dir()}
+            journal = prepare_commit(built, staging, out, {display_path(f) for f in files}, spec_dirs)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        commit(journal, staging, out)
     return built

@@ -7,7 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import SPEC_ERROR_EXIT, SpecError, one_line
+from .errors import SPEC_ERROR_EXIT, SpecError, UsageError, one_line
+
+# The shell's status for a command stopped by SIGINT (128 + 2).
+INTERRUPTED_EXIT = 130
 
 
 def _report_errors(errors: list[SpecError]) -> int:
@@ -18,24 +21,54 @@ def _report_errors(errors: list[SpecError]) -> int:
     return SPEC_ERROR_EXIT
 
 
-def _tuning(args):
-    from .tuning import Tuning
+def _notify(message: str) -> None:
+    """Progress and notices go to stderr, so stdout holds only the build's report."""
+    print(message, file=sys.stderr, flush=True)
 
-    return Tuning.load(Path(args.tuning), args.gpu)
+
+def _report_usage_error(exc: UsageError) -> int:
+    for line in str(exc).splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    return SPEC_ERROR_EXIT
+
+
+def _tuning(args):
+    """The tuning winners to plan with, and which file they come from (results depend on it, and the
+    default is looked for in the working directory). A missing default is normal (untuned); a file
+    named with --tuning that is missing is a UsageError."""
+    from .tuning import TUNING_FILE, UNTUNED, Tuning
+
+    path = Path(args.tuning or TUNING_FILE)
+    if not path.is_file():
+        if args.tuning:
+            raise UsageError(f"--tuning {args.tuning}: no such file")
+        return UNTUNED, f"untuned (no {TUNING_FILE} in {Path.cwd()})"
+    return Tuning.load(path, args.gpu), f"tuning: {path.resolve()} (winners for {args.gpu})"
 
 
 def cmd_build(args) -> int:
-    from .build import BuildErrors, CompileFailure, build
+    from .build import JOURNAL, BuildErrors, CompileFailure, build
 
     try:
-        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, _tuning(args))
+        tuning, tuning_used = _tuning(args)
+        built = build([Path(p) for p in args.paths], Path(args.out), args.jobs, tuning, _notify, args.verbose)
     except SpecError as exc:
         return _report_errors([exc])
     except BuildErrors as exc:
         return _report_errors(exc.errors)
+    except UsageError as exc:
+        return _report_usage_error(exc)
     except CompileFailure as exc:
         print(f"error: {exc}\nnothing written", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Before the journal is written the build removes its staging directory: nothing changed.
+        pending = (Path(args.out) / JOURNAL).exists()
+        print(
+            one_line(f"interrupted; the next `fusegen build` completes the move into {args.out}/") if pending else "interrupted; nothing written",
+            file=sys.stderr,
+        )
+        return INTERRUPTED_EXIT
     failing = 0
     for b in built:
         p = b.plan
@@ -52,7 +85,7 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-    print(one_line(f"{len(built)} kernel(s) in {args.out}/") + (f"; {failing} CUDA check(s) failed" if failing else ""))
+    print(one_line(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}") + (f"; {failing} CUDA check(s) failed" if failing else ""))
     return 0
 
 
@@ -63,9 +96,14 @@ def cmd_plan(args) -> int:
 
     try:
         spec, text = load_spec(Path(args.spec))
-        p = plan_spec(spec, text, display_path(Path(args.spec)), _tuning(args))
+        tuning, tuning_used = _tuning(args)
+        p = plan_spec(spec, text, display_path(Path(args.spec)), tuning)
     except SpecError as exc:
         return _report_errors([exc])
+    except UsageError as exc:
+        return _report_usage_error(exc)
+    # On stderr: stdout is the plan, and with --json a JSON document.
+    print(tuning_used, file=sys.stderr)
     if args.json:
         print(json.dumps(plan_as_dict(p), indent=2, sort_keys=True))
         return 0
@@ -160,10 +198,23 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def _jobs(text: str) -> int:
+    """argparse type of --jobs: a count of worker processes, at least one."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return jobs
+
+
 def _tuning_options(command) -> None:
     from .tuning import DEFAULT_GPU, TUNING_FILE
 
-    command.add_argument("--tuning", default=TUNING_FILE, help=f"tuning winners to build with (default: {TUNING_FILE}; none if absent)")
+    command.add_argument(
+        "--tuning", help=f"tuning winners to build with (default: {TUNING_FILE} in the working directory; untuned if absent)"
+    )
     command.add_argument("--gpu", default=DEFAULT_GPU, help=f"whose winners in the tuning file (default: {DEFAULT_GPU})")
 
 
@@ -190,7 +241,8 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
     b.add_argument("--out", default="generated", help="output directory (default: generated)")
-    b.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    b.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
+    b.add_argument("-v", "--verbose", action="store_true", help="also show TileLang's log of each compilation (stderr)")
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
     p = sub.add_parser("plan", help="print the plan of one spec")
@@ -223,7 +275,7 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
-    tune.add_argument("--jobs", type=int, default=None, help="parallel compilations (default: CPU count)")
+    tune.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")
     tune.set_defaults(func=cmd_tune)

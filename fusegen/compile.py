@@ -8,6 +8,22 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
+def route_tilelang_logs(verbose: bool) -> None:
+    """TileLang logs each compilation at INFO to stdout (its handler writes through tqdm), between the
+    lines of fusegen's report. Its records go to stderr instead, INFO only when `verbose`."""
+    import logging
+
+    import tilelang  # noqa: F401  (its import installs the handler replaced here)
+
+    logger = logging.getLogger("tilelang")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(next((h.formatter for h in logger.handlers if h.formatter), None))
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
 def import_file(path: Path, module_name: str):
     """Imports a generated module from its file; TileLang reads the kernel's source text through it."""
     spec = importlib.util.spec_from_file_location(module_name, path)

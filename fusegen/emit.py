@@ -264,6 +264,10 @@ def init_module(plan: Plan) -> str:
         [
             *header(plan).splitlines(),
             one_line_docstring(f"{plan.name}: the fused kernel, its torch reference and its plan."),
+            "from fusegen.runtime import check_identity",
+            "",
+            f"check_identity(__file__, {string_literal(plan.identity)})",
+            "",
             "from .kernel import IDENTITY, INPUTS, OUTPUTS, ROUTES, Outputs, kernel, launcher",
             "from .reference import reference",
             "",

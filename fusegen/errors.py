@@ -72,3 +72,8 @@ class ChainError(Exception):
         super().__init__(f"{key}: {message}")
         self.key = key
         self.message = message
+
+
+class UsageError(Exception):
+    """A command line or output directory the build cannot use (a path in the way, a missing file it
+    names); the message names the path and what to do. The CLI exits with SPEC_ERROR_EXIT."""

@@ -6,8 +6,10 @@ silent out-of-bounds read.
 """
 from __future__ import annotations
 
+import json
 import threading
 from collections import namedtuple
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -34,6 +36,37 @@ def compile_program(program, target):
     import tilelang
 
     return tilelang.compile(program(), target=target, pass_configs=PASS_CONFIGS)
+
+
+class MixedKernelError(ImportError):
+    """A generated kernel directory whose files come from different builds."""
+
+
+def check_identity(package_file: str, identity: str) -> None:
+    """Raises MixedKernelError unless the files a kernel package is used through (kernel.py, reference.py
+    and plan.json, which the tests read) beside `package_file` record `identity`. A build killed while
+    moving files can leave kernel.py of one build beside reference.py of another, which would import and
+    run without a word. Reads two header lines per module and plan.json."""
+    directory = Path(package_file).parent
+    found = {}
+    for file in ("kernel.py", "reference.py"):
+        try:
+            with open(directory / file, encoding="utf-8") as handle:
+                handle.readline()
+                found[file] = handle.readline().rstrip("\n").split("identity: ", 1)[-1]
+        except (OSError, UnicodeDecodeError):
+            found[file] = None
+    try:
+        found["plan.json"] = json.loads((directory / "plan.json").read_text(encoding="utf-8")).get("identity")
+    except (OSError, ValueError, AttributeError):
+        found["plan.json"] = None
+    mismatched = {file: other for file, other in found.items() if other != identity}
+    if mismatched:
+        files = ", ".join(f"{file}: {other or 'missing or unreadable'}" for file, other in mismatched.items())
+        raise MixedKernelError(
+            f"{directory} mixes files of different fusegen builds (__init__.py: {identity}; {files}); "
+            "a build was interrupted while replacing them: run `fusegen build` to complete it"
+        )
 
 
 class TensorSpec(NamedTuple):

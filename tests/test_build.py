@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 import fusegen.build as build_module
 from fusegen import cli
-from fusegen.build import JOURNAL, STAGING_PREFIX, CompileFailure
+from fusegen.build import JOURNAL, LOCK, STAGING_PREFIX, CompileFailure
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_NAMES = sorted(p.stem for p in (REPO / "specs").glob("*.toml"))
@@ -154,6 +155,8 @@ def test_rebuild_is_byte_identical_and_writes_nothing(work, reference):
     assert status_lines(result.stdout) == {name: "unchanged" for name in KERNEL_NAMES}
     assert snapshot(out) == expected
     assert mtimes(out) == before
+    # What the bytes depend on besides the specs is named, resolved.
+    assert result.stdout.splitlines()[-1] == f"{len(KERNEL_NAMES)} kernel(s) in {out}/; tuning: {work / 'tuning.json'} (winners for NVIDIA H200)"
     assert_consistent(out)
 
 
@@ -164,6 +167,20 @@ def test_bytes_do_not_depend_on_the_locale(work, reference):
     fusegen(*build_args("specs/rms_norm.toml", out="ascii_locale"), cwd=work, env=env)
     built = snapshot(work / "ascii_locale")
     assert built == {path: data for path, data in expected.items() if path.startswith("rms_norm/") or path == "__init__.py"}
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_report_is_not_mixed_with_tilelang_log_and_tells_each_compile(work, tmp_path, verbose):
+    """stdout holds only the report; stderr a line as each kernel compiles, and TileLang's log on -v.
+    A cold cache makes TileLang log its compilations."""
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cold-cache")}
+    specs = ("specs/rms_norm.toml", "specs/rms_norm_splitk.toml")
+    result = fusegen(*build_args(*specs, out="fresh"), *(["-v"] if verbose else []), cwd=work, env=env)
+    assert result.stdout.splitlines()[:-1] == [line for line in result.stdout.splitlines() if line.split()[-1] in ("written", "unchanged")]
+    assert len(result.stdout.splitlines()) == 3 and "TileLang" not in result.stdout
+    compiled = sorted(line.split()[1] for line in result.stderr.splitlines() if line.startswith("compiled "))
+    assert compiled == ["rms_norm", "rms_norm_splitk"]
+    assert ("TileLang begins to compile kernel" in result.stderr) == verbose
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -225,6 +242,34 @@ def test_compile_failure_writes_nothing(work, monkeypatch, capsys):
     assert list((work / "fresh").iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "out, why",
+    [
+        pytest.param("a_file", "--out a_file: is a file", id="file"),
+        pytest.param("a_file/generated", "--out a_file/generated: is under a_file, a file", id="under-a-file"),
+        pytest.param("read_only/generated", "--out read_only/generated: read_only is not writable", id="read-only"),
+    ],
+)
+def test_unusable_out_is_a_usage_error(work, monkeypatch, capsys, out, why):
+    if why.endswith("not writable") and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    (work / "a_file").write_text("mine\n")
+    (work / "read_only").mkdir(mode=0o555)
+    monkeypatch.chdir(work)
+    assert cli.main(build_args("specs/rms_norm.toml", out=out)) == 2
+    error = capsys.readouterr().err
+    assert why in error and "Traceback" not in error, error
+    assert (work / "a_file").read_text() == "mine\n" and not any((work / "read_only").iterdir())
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_jobs_below_one_is_refused(capsys, jobs):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["build", "specs/", "--jobs", jobs])
+    assert exit_.value.code == 2
+    assert f"--jobs: must be a whole number of at least 1, not '{jobs}'" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------------
 # 3. Concurrency
 
@@ -255,6 +300,75 @@ def test_concurrent_builds_leave_a_consistent_tree(reference, tmp_path):
         if not path.startswith("rms_norm/"):  # the one kernel both spec sets define: either version may win
             assert built[path] == data, path
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] in ("specs/rms_norm.toml", "other/rms_norm.toml")
+
+
+def test_a_build_waiting_for_the_lock_says_whose_it_is(tmp_path):
+    out = tmp_path / "out"
+    heard = []
+
+    def second_build():
+        with build_module.locked(out, heard.append):
+            heard.append("acquired")
+
+    with build_module.locked(out, heard.append):
+        waiter = threading.Thread(target=second_build)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert heard == [f"waiting for the build lock on {out} held by pid {os.getpid()}"]
+    waiter.join(10)
+    assert heard[-1] == "acquired"
+
+
+def test_ctrl_c_while_waiting_for_the_lock_leaves_no_staging(work):
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    with build_module.locked(out, lambda message: None):
+        process = start_build("specs/rms_norm.toml", cwd=work)
+        for line in process.stderr:
+            if line.startswith("waiting for the build lock"):
+                break
+        assert line == f"waiting for the build lock on generated held by pid {os.getpid()}\n"
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 130 and "interrupted; nothing written" in stderr and "Traceback" not in stderr, stderr
+    assert not list(out.glob(STAGING_PREFIX + "*"))
+
+
+def _group_gone(group: int, within: float) -> bool:
+    """Whether every process of `group` (a build and its compile workers) has ended within `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_while_compiling_exits_at_once_and_writes_nothing(work, reference, tmp_path):
+    """Ctrl-C reaches the build and its compile workers (one process group, as in a terminal): the build
+    stops them rather than waiting for their compilations, and says what it left."""
+    _, expected = reference
+    out = work / "generated"
+    change_eps(work / "specs" / "rms_norm.toml")
+    process = start_build("specs/", cwd=work, env={**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cold-cache")})
+    deadline = time.monotonic() + 60
+    while not list(out.glob(f"{STAGING_PREFIX}*/*/kernel.py")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # into the compilations, which take seconds each with a cold cache
+    assert process.poll() is None, "the build finished before the interrupt; it would prove nothing"
+    os.killpg(process.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    _, stderr = process.communicate(timeout=TIMEOUT)
+    assert time.monotonic() - interrupted < 5
+    assert process.returncode == 130
+    assert "interrupted; nothing written" in stderr and "Traceback" not in stderr, stderr
+    assert _group_gone(process.pid, within=3.0), subprocess.run(["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True).stdout
+    assert snapshot(out) == expected
+    assert not list(out.glob(STAGING_PREFIX + "*"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -327,14 +441,31 @@ def test_half_applied_journal_is_rolled_forward(work, monkeypatch):
     old_rms_norm = identity_of(out / "rms_norm")
     journal = _stage_pending_commit(work, monkeypatch)
     moves = journal["moves"]
-    assert journal["remove"] == ["layer_norm_fwd"]
+    assert journal["remove"] == [f"layer_norm_fwd/{file}" for file in sorted(os.listdir(out / "layer_norm_fwd"))]
     assert {target for _, target in moves} >= {"rms_norm/kernel.py", "rms_norm/kernel.cu", "rms_norm/plan.json"}
     expected_new = {target: (out / source).read_bytes() for source, target in moves}
     for source, target in moves[: len(moves) // 2]:
         os.replace(out / source, out / target)
 
-    fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    result = fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
+    assert f"completed an interrupted build in generated (journal from pid {journal['pid']})" in result.stderr
     _assert_rolled_forward(work, expected_new, old_rms_norm)
+
+
+def test_mixed_kernel_directory_refuses_to_import(work):
+    """What a kill between two moves leaves: kernel.py of a new build beside the rest of the old one.
+    Importing it must fail and say what to do, not run a kernel its reference does not describe."""
+    from fusegen.compile import import_package
+
+    directory = work / "generated" / "rms_norm"
+    assert import_package(directory, "whole_rms_norm").IDENTITY == identity_of(directory)
+    kernel = directory / "kernel.py"
+    kernel.write_text(kernel.read_text().replace(identity_of(directory), "rms_norm-0123456789ab"))
+    with pytest.raises(ImportError, match=r"kernel.py: rms_norm-0123456789ab.*run `fusegen build`"):
+        import_package(directory, "mixed_rms_norm")
+    (directory / "plan.json").unlink()
+    with pytest.raises(ImportError, match="plan.json: missing or unreadable"):
+        import_package(directory, "incomplete_rms_norm")
 
 
 def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatch):
@@ -366,6 +497,40 @@ def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatc
 
     fusegen(*build_args("specs/rms_norm_splitk.toml"), cwd=work)
     _assert_rolled_forward(work, expected_new, old_rms_norm)
+
+
+@pytest.mark.parametrize(
+    "journal",
+    [
+        pytest.param("{not json", id="not-json"),
+        pytest.param('{"moves": [], "remove": [], "staging": ".staging-1-ab"}', id="no-pid"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["../victim/keep.txt"], "staging": ".staging-1-ab"}', id="dotdot"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["VICTIM/keep.txt"], "staging": ".staging-1-ab"}', id="absolute"),
+        pytest.param('{"pid": 1, "moves": [], "remove": ["link/keep.txt"], "staging": ".staging-1-ab"}', id="through-a-link"),
+        pytest.param('{"pid": 1, "moves": [[".staging-1-ab/x", "../victim/keep.txt"]], "remove": [], "staging": ".staging-1-ab"}', id="move-out"),
+        pytest.param('{"pid": 1, "moves": [["../victim/keep.txt", "rms_norm/x"]], "remove": [], "staging": ".staging-1-ab"}', id="move-in"),
+        pytest.param('{"pid": 1, "moves": [], "remove": [], "staging": ".."}', id="staging-dotdot"),
+    ],
+)
+def test_untrusted_journal_is_refused(work, monkeypatch, capsys, journal):
+    """A journal is obeyed blindly when it rolls a commit forward: one that is not what a build writes,
+    or names a path outside the output directory, stops the build with what to do, touching nothing."""
+    out = work / "generated"
+    victim = work / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious\n")
+    (out / "link").symlink_to(victim)
+    (out / JOURNAL).write_text(journal.replace("VICTIM", str(victim)))
+    (out / LOCK).unlink()  # the build writes its pid into it
+    before = snapshot(work, hidden=True)
+    monkeypatch.chdir(work)
+
+    assert cli.main(build_args("specs/rms_norm_splitk.toml")) == 2
+    error = capsys.readouterr().err
+    assert f"generated/{JOURNAL}: not a journal fusegen wrote" in error and f"delete generated/{JOURNAL}" in error, error
+    assert "Traceback" not in error
+    (out / LOCK).unlink()
+    assert snapshot(work, hidden=True) == before
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -404,11 +569,102 @@ def test_renamed_kernel_replaces_its_old_directory(work):
 def test_build_from_another_directory_removes_no_other_kernel(work):
     """Spec paths are recorded relative to the working directory; from another one they cannot be
     matched, so the kernels of the other specs must be kept, not judged stale."""
-    fusegen("build", "rms_norm.toml", "--out", "../generated", "--jobs", "2", cwd=work / "specs")
+    result = fusegen("build", "rms_norm.toml", "--out", "../generated", "--jobs", "2", cwd=work / "specs")
+    assert result.stdout.splitlines()[-1].endswith(f"; untuned (no tuning.json in {work / 'specs'})")
+    plan = fusegen("plan", "rms_norm.toml", cwd=work / "specs")
+    assert plan.stderr == f"untuned (no tuning.json in {work / 'specs'})\n"
     out = work / "generated"
     assert kernel_dirs(out) == KERNEL_NAMES
     assert json.loads((out / "rms_norm" / "plan.json").read_text())["spec_file"] == "rms_norm.toml"
     assert_consistent(out)
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [("specs/", "specs/"), ("specs/rms_norm.toml", "specs/rms_norm.toml"), ("specs", "./specs"), ("specs/", "linked/rms_norm.toml")],
+)
+def test_a_spec_named_twice_is_built_once(work, paths):
+    (work / "linked").mkdir()
+    (work / "linked" / "rms_norm.toml").symlink_to(work / "specs" / "rms_norm.toml")
+    result = fusegen(*build_args(*paths), cwd=work)
+    expected = KERNEL_NAMES if paths[0].startswith("specs") and not paths[0].endswith(".toml") else ["rms_norm"]
+    assert status_lines(result.stdout) == {name: "unchanged" for name in expected}
+
+
+@pytest.mark.parametrize("command", ["build", "plan"])
+def test_a_named_tuning_file_that_is_missing_is_an_error(work, monkeypatch, capsys, command):
+    """Only the default tuning file may be absent (untuned); one named on the command line is meant."""
+    monkeypatch.chdir(work)
+    before = snapshot(work, hidden=True)
+    args = build_args("specs/rms_norm.toml") if command == "build" else ["plan", "specs/rms_norm.toml"]
+    assert cli.main([*args, "--tuning", "tunnig.json"]) == 2
+    assert "error: --tuning tunnig.json: no such file" in capsys.readouterr().err
+    assert snapshot(work, hidden=True) == before
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. Files fusegen did not write
+
+
+def _user_package(directory: Path) -> dict[str, bytes]:
+    directory.mkdir()
+    (directory / "__init__.py").write_text("# my own package\nVALUE = 1\n")
+    (directory / "core.py").write_text("def f():\n    return 2\n")
+    return snapshot(directory)
+
+
+def test_spec_named_like_a_package_never_touches_it(work, monkeypatch, capsys):
+    """A spec named `fusegen` built with `--out .` meets a user package of that name (fusegen's own
+    source, in the issue): the build stops naming it, and writes nothing at all into `.`."""
+    monkeypatch.chdir(work)
+    package = _user_package(work / "fusegen")
+    spec = (work / "specs" / "rms_norm.toml").read_text().replace('name = "rms_norm"', 'name = "fusegen"')
+    (work / "fusegen.toml").write_text(spec)
+    before = sorted(os.listdir(work))
+
+    assert cli.main(["build", "fusegen.toml", "--out", ".", "--jobs", "1"]) == 2
+    error = capsys.readouterr().err
+    assert "fusegen: a directory not written by fusegen" in error and "nothing written" in error
+    assert snapshot(work / "fusegen") == package
+    assert sorted(os.listdir(work)) == before
+
+
+@pytest.mark.parametrize(
+    "in_the_way",
+    [
+        pytest.param(lambda out: (out / "__init__.py").write_text("# my package\n"), id="package-init"),
+        pytest.param(lambda out: (out / "rms_norm" / "kernel.py").write_text("# my kernel\n"), id="kernel-file"),
+        pytest.param(lambda out: (out / "rms_norm" / "plan.json").write_text('{"mine": true}'), id="plan-json"),
+        pytest.param(lambda out: shutil.rmtree(out / "rms_norm") or (out / "rms_norm").write_text("notes\n"), id="file-named-like-kernel"),
+        pytest.param(lambda out: shutil.rmtree(out / "rms_norm") or (out / "rms_norm").symlink_to(out.parent / "specs"), id="symlink"),
+    ],
+)
+def test_a_file_fusegen_did_not_write_stops_the_build(work, monkeypatch, capsys, in_the_way):
+    out = work / "generated"
+    in_the_way(out)
+    change_eps(work / "specs" / "rms_norm.toml")  # a change the build would otherwise write
+    before = snapshot(out, hidden=True)
+    monkeypatch.chdir(work)
+
+    assert cli.main(build_args("specs/rms_norm.toml")) == 2
+    error = capsys.readouterr().err
+    assert "generated/" in error and "not written by fusegen" in error and "nothing written" in error
+    assert snapshot(out, hidden=True) == before
+
+
+def test_a_users_file_in_a_kernel_directory_is_kept(work):
+    """Extra files in a kernel directory: fusegen's own go, a user's stay, even when the kernel's
+    spec is deleted (its directory then keeps only the user's file)."""
+    out = work / "generated"
+    (out / "rms_norm" / "notes.txt").write_text("mine\n")
+    (out / "layer_norm_fwd" / "notes.txt").write_text("mine too\n")
+    (work / "specs" / "layer_norm_fwd.toml").unlink()
+    change_eps(work / "specs" / "rms_norm.toml")
+
+    fusegen(*build_args("specs/"), cwd=work)
+    assert (out / "rms_norm" / "notes.txt").read_text() == "mine\n"
+    assert sorted(os.listdir(out / "layer_norm_fwd")) == ["notes.txt"]
+    assert identity_of(out / "rms_norm").startswith("rms_norm-")
 
 
 def test_worker_processes_compile_what_build_committed():
