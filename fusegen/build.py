@@ -86,10 +86,11 @@ def collect_spec_files(paths: list[Path]) -> list[Path]:
         files += found
     if errors:
         raise BuildErrors(errors)
-    # One file named twice (`specs/ specs/`, `./specs`, a link) is one spec, built once.
+    # One file named twice (`specs/ specs/`, `./specs`, a link) is one spec, built once. realpath, not
+    # Path.resolve: a link loop stays in the list (reading it says what it is) instead of raising here.
     unique = {}
     for file in files:
-        unique.setdefault(file.resolve(), file)
+        unique.setdefault(os.path.realpath(file), file)
     return list(unique.values())
 
 
