@@ -48,7 +48,7 @@ def test_record_fills_sections_and_is_idempotent(tmp_path, monkeypatch):
     for d, (fused, compiled, ceiling) in runs.items():
         name = f"kernel_{d.split('/')[1]}"
         section = text[text.index(record_begin(d)) : text.index(RECORD_END, text.index(record_begin(d)))]
-        assert f"![effective bandwidth against tokens]({d}/bench.png)" in section
+        assert f"![fusegen against the copy ceiling and torch.compile]({d}/bench.png)" in section
         assert f"copy ceiling: {ceiling:.2f} TB/s" in section
         assert f"| {name} | 16384 | {fused:.1f} |" in section
         assert f"| {compiled / fused:.2f} |" in section
