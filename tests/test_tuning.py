@@ -266,9 +266,11 @@ def test_tune_refuses_text_the_tuning_file_cannot_hold_before_tuning(monkeypatch
     """FUSEGEN_COMMIT and the GPU's name go into tuning.json and from there into kernel.py: tune checks
     them first, as a usage error (exit 2) naming where the value came from."""
     import fusegen.bench
+    import fusegen.cli
     from fusegen.cli import main
 
     env = {**ENVIRONMENT, **changes}
+    monkeypatch.setattr(fusegen.cli, "gpu_problem", lambda command: None)  # as on a Hopper machine
     monkeypatch.setenv("FUSEGEN_COMMIT", env["commit"])
     monkeypatch.setattr(fusegen.bench, "environment", lambda: env)
     argv = ["tune", str(ROOT / "specs" / "rms_norm.toml"), "--tuning", "/nonexistent/tuning.json"]
