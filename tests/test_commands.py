@@ -186,3 +186,14 @@ def test_a_schema_comment_first_line_leaves_the_spec_as_it_was(tmp_path):
     with_comment = tmp_path / "rms_norm.toml"
     with_comment.write_text("#:schema ../fusegen-spec.schema.json\n" + original.read_text())
     assert load_spec(with_comment)[0] == load_spec(original)[0]
+
+
+def test_a_reader_that_stops_early_ends_no_traceback():
+    """`fusegen schema | head`: the pipe closes before fusegen has written; it stops quietly."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fusegen", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141, err
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err
