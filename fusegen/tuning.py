@@ -217,17 +217,18 @@ def load_table(path: Path) -> TuningTable:
     if not path.exists():
         return TuningTable()
     try:
-        return TuningTable.model_validate(json.loads(_read_bounded(path).decode("utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(_read_bounded(path).decode("utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON, or an integer of over 4300 digits
         raise SpecError(str(path), "", f"is not a readable JSON tuning file ({exc}); delete it or run `fusegen tune` again") from None
     except RecursionError:
         raise SpecError(str(path), "", "nests arrays or objects too deeply to be a tuning file; delete it or run `fusegen tune` again") from None
+    try:
+        return TuningTable.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
         raise SpecError(str(path), key, f"{message}; a tuning file is written by `fusegen tune`, not by hand") from None
-
 
 def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
     """The winners for this spec on `gpu`, adjacent buckets with the same winner merged; () if untuned."""

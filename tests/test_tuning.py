@@ -295,8 +295,9 @@ def test_tune_records_a_valid_environment():
         (lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
         (lambda p: p.mkdir(), "not a regular file"),
         (lambda p: p.write_bytes(b" " * (MAX_TUNING_BYTES + 1)), "more than"),
+        (lambda p: p.write_text('{"format": ' + "9" * 100001 + "}"), "not a readable JSON"),
     ],
-    ids=["deep-array", "deep-object", "fifo", "dev-zero", "directory", "huge"],
+    ids=["deep-array", "deep-object", "fifo", "dev-zero", "directory", "huge", "huge-integer"],
 )
 def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_path, make, says):
     """No traceback, no hang on a FIFO, no unbounded read of /dev/zero: a SpecError naming the file."""
