@@ -103,14 +103,15 @@ def oracle_of(module, inputs) -> OracleRows:
     return of_rows
 
 
-def run_and_compare(module, tokens: int, seed: int | None = None) -> None:
+def run_and_compare(module, tokens: int, seed: int | None = None, device: str = "cuda") -> None:
     """One launch on fresh inputs against the reference. A failure names the seed: pass it back as `seed`
     to replay the same inputs."""
     seed = secrets.randbits(32) if seed is None else seed
-    inputs = random_inputs(module, tokens, torch.Generator().manual_seed(seed))
-    outputs = poisoned_outputs(module, tokens)
+    inputs = random_inputs(module, tokens, torch.Generator().manual_seed(seed), device)
+    outputs = poisoned_outputs(module, tokens, device)
     module.kernel(*inputs, out=module.Outputs(*outputs))
-    torch.cuda.synchronize()
+    if device == "cuda":
+        torch.cuda.synchronize()
     reference = module.reference(*inputs)
     try:
         compare(module, outputs, reference, spec_of(module)["dtype"], oracle_of(module, inputs))
