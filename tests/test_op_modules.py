@@ -128,3 +128,16 @@ def test_the_readme_ops_table_is_the_ops_own_rows():
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     in_chain_order = sorted(REGISTRY.values(), key=lambda op: op.place.order)
     assert rows == [f"| `{op.kind}` | {op.readme_keys} |" for op in in_chain_order]
+
+
+def test_the_schedule_hints_and_outputs_are_one_list_everywhere():
+    """ScheduleHints is the list of hints: tuning's winners record each of them, and the README's spec
+    table documents each; the [outputs] keys are y and what the ops declare."""
+    from fusegen.spec import Outputs, ScheduleHints
+    from fusegen.tuning import WinnerHints
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    assert set(WinnerHints.model_fields) == set(ScheduleHints.model_fields)
+    assert set(re.findall(r"^\| `\[schedule\] (\w+)` \|", readme, re.M)) == set(ScheduleHints.model_fields)
+    assert set(re.findall(r"^\| `\[outputs\] (\w+)` \|", readme, re.M)) == set(Outputs.model_fields)
+    assert list(Outputs.model_fields) == ["y", *sorted({out.flag for op in REGISTRY.values() for out in op.outputs if out.flag})]
