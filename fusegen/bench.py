@@ -181,7 +181,7 @@ def input_sets(module, bytes_moved: int, tokens: int, l2_bytes: int) -> list[tup
     """Enough random input sets that cycling through them streams from DRAM, not from L2."""
     import torch
 
-    from .testing import random_inputs
+    from .checking import random_inputs
 
     sets = max(1, min(MAX_SETS, -(-L2_MULTIPLE * l2_bytes // max(bytes_moved, 1))))
     generator = torch.Generator().manual_seed(tokens)
@@ -354,7 +354,7 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     from .compile import cuda_sources_of_file, in_worker_processes
     from .plan import plan as make_plan
     from .spec import KernelSpec
-    from .testing import import_plan
+    from .checking import import_plan
     from .tuning import TUNING_FILE, Tuning
 
     env = environment()

@@ -1,12 +1,13 @@
 """Reads the CUDA TileLang produced and checks what the seed's step 3 asks: wide row loads and stores,
-a vectorized sum of squares, contiguous RoPE accesses, a paired (not scalar) and saturating fp8
-convert, and a row fragment that is not silently replicated across threads."""
+the warp reductions' partials, and a row fragment that is not silently replicated across threads.
+What each op's fragment must show (a vectorized sum of squares, contiguous RoPE accesses, a paired and
+saturating fp8 convert) is that op's `cuda_checks`, built from the helpers here."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from .model import DTYPE_BYTES, Plan, Route
+from .model import Plan, Route
 
 _VECTOR_BYTES = {
     "uint4": 16, "float4": 16, "int4": 16, "ulonglong2": 16, "longlong2": 16,
@@ -37,7 +38,7 @@ def global_access_widths(source: str, param: str) -> tuple[list[int], int]:
     return vector + copied, scalar
 
 
-def _row_access(source: str, param: str, expected: int, what: str) -> Check:
+def row_access(source: str, param: str, expected: int, what: str) -> Check:
     widths, scalar = global_access_widths(source, param)
     narrowest = min(widths) if widths else 0
     if expected <= 4 and not widths:
@@ -53,30 +54,13 @@ def _row_access(source: str, param: str, expected: int, what: str) -> Check:
     return Check(f"{what} {param} vectorized", ok, detail)
 
 
-def _fragment_vector_store(source: str, fragment: str, what: str, expected_floats: int) -> Check:
+def fragment_vector_store(source: str, fragment: str, what: str, expected_floats: int) -> Check:
     if expected_floats <= 1:
         return Check(what, True, "scalar as planned (one element per access)")
     widths = [_width(t) // 4 for t in re.findall(r"\*\((float\d)\*\)\(" + fragment + r" \+", source)]
     ok = bool(widths) and min(widths) >= expected_floats
     detail = f"float{min(widths)} writes" if widths else f"no vector writes to {fragment}"
     return Check(what, ok, detail)
-
-
-def _rope_pairing(source: str, params: dict, vector_elems: int) -> Check:
-    if params["pairing"] == "shuffle":
-        # The planned distance among exactly the span's lanes; a wider mask would wait on lanes that
-        # never reach the shuffle, a narrower one reads undefined values.
-        shuffle = rf"__shfl_xor_sync\(\(uint\){params['lane_mask']}, [^;]*, {params['partner_lanes']}, 32\)"
-        found = len(re.findall(shuffle, source))
-        ok = found > 0 and "rope_span" not in source
-        return Check("RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart")
-    # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
-    span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
-    return Check(
-        "RoPE span accesses contiguous",
-        vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
-        f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
-    )
 
 
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
@@ -94,31 +78,15 @@ def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
 
 
 def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
+    # Imported here, not above: each op module builds its checks from this module's helpers.
+    from .ops import REGISTRY
+
     s = route.schedule
-    checks = [_row_access(source, "X", s.vector_bytes, "row loads")]
+    checks = [row_access(source, "X", s.vector_bytes, "row loads")]
     if plan.writes_y:
-        checks.append(_row_access(source, "Y", s.vector_bytes, "row stores"))
-    float_vector = min(4, s.vector_elems)
-    kinds = {stage.kind for stage in route.stages}
-    if "rmsnorm" in kinds:
-        checks.append(_fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", float_vector))
-    if "layernorm" in kinds:
-        checks.append(_fragment_vector_store(source, "centered_sq", "centred squares vectorized", float_vector))
+        checks.append(row_access(source, "Y", s.vector_bytes, "row stores"))
     for stage in route.stages:
-        if stage.kind == "rope":
-            checks.append(_rope_pairing(source, stage.params, s.vector_elems))
-    if "quant_fp8" in kinds:
-        paired = "__nv_cvt_float2_to_fp8x2" in source
-        scalar = len(re.findall(r"__nv_cvt_float_to_fp8\(", source))
-        if s.vector_elems == 1:
-            checks.append(Check("fp8 convert paired", True, "scalar as planned (one element per access)"))
-        else:
-            checks.append(Check("fp8 convert paired", paired and not scalar, f"paired converts: {paired}, scalar converts: {scalar}"))
-        checks.append(_row_access(source, "Q", min(16, s.vector_elems * DTYPE_BYTES["float8_e4m3fn"]), "fp8 stores"))
-        # The kernel does not clamp before converting (ops/quant_fp8.py): every conversion must saturate.
-        converts = len(re.findall(r"__nv_cvt_float2?_to_fp8", source))
-        saturating = len(re.findall(r"__nv_cvt_float2?_to_fp8\w*\([^;]*__NV_SATFINITE", source))
-        checks.append(Check("fp8 convert saturates", converts > 0 and saturating == converts, f"{saturating} of {converts} conversions with __NV_SATFINITE"))
+        checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)
     if per_thread:
         # Each thread must hold one partial per row; more means the warp shuffle would count copies.

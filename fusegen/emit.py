@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
-from .model import TORCH_DTYPE, Plan, Route, Schedule, Tensor
+from .model import TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor
 from .ops import REGISTRY
-from .plan import plan_as_dict
+from .plan import joint_span, plan_as_dict
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 # The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the
@@ -61,24 +61,33 @@ def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     lines = []
     y_stored = False
     for stage in route.stages:
-        op = REGISTRY[stage.kind]
-        if not op.transforms_row and not y_stored:
+        if not REGISTRY[stage.kind].transforms_row and not y_stored:
             lines += store_y
             y_stored = True
-        lines += [f"# op[{stage.index}] {escaped(stage.summary)}", *op.emit_kernel(stage, frame)]
+        lines += _stage(stage, frame)
     return lines if y_stored else lines + store_y
 
 
+def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
+    return [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+
+
 def _joint_body(route: Route, frame: KernelFrame, store_y: list[str]) -> list[str]:
-    """The chain with its first and last stage sharing one exchange (ops.JointReduction): both
-    reductions' warp partials first, then one exchange, then the first stage's per-row factor applied
-    (the row is final here, so Y is stored) and the last stage finished with that factor."""
-    first, *between, last = route.stages
+    """The chain with the stage that yields a per-row factor (the norm) and the last stage sharing one
+    exchange (ops.JointReduction): the stages before the norm as usual, then both reductions' warp
+    partials, one exchange, the factor applied (the row is final here, so Y is stored) and the last
+    stage finished with that factor."""
+    span = joint_span(route.stages)
+    assert span is not None, "the planner turns the joint reduction on only where the chain has a joint span"
+    opening, closing = span
+    first, last = route.stages[opening], route.stages[closing]
     head, tail = REGISTRY[first.kind].joint, REGISTRY[last.kind].joint
+    assert head is not None and tail is not None
     row_scale = head.partial[2]
-    lines = [f"# op[{first.index}] {escaped(first.summary)}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
-    for stage in between:
-        lines += [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+    lines = [line for stage in route.stages[:opening] for line in _stage(stage, frame)]
+    lines += [f"# op[{first.index}] {escaped(first.summary)}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
+    for stage in route.stages[opening + 1 : closing]:
+        lines += _stage(stage, frame)
     return [
         *lines,
         f"# op[{last.index}] {escaped(last.summary)}",

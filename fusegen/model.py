@@ -110,7 +110,7 @@ class Schedule:
     elems_per_thread: int
     blk_k: int | None
     prefetch: bool  # side inputs (weight, bias, cos, sin) loaded next to the row, before any reduction
-    joint_reduction: bool  # the chain's first and last stage share one exchange (ops.JointReduction)
+    joint_reduction: bool  # the norm stage and the last stage share one exchange (ops.JointReduction)
     register_estimate: int
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream: resident blocks per SM, the launch bound

@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 from . import __version__
 from .errors import ChainError
 from .model import DTYPE_BYTES, HOPPER_SMS, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor
-from .ops import REGISTRY
+from .ops import REGISTRY, joint_chain
 from .spec import MAX_TOKENS, KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
 
@@ -417,12 +417,11 @@ DEFAULT_JOINT_REDUCTION = {"fragment": False, "stream": True}
 
 def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...]) -> Schedule:
     hint = spec.schedule.joint_reduction
-    possible = _joint_reduction_possible(schedule, stages)
+    possible = schedule.builds_row and joint_span(stages) is not None
     if hint is True and not possible:
         raise ChainError(
             "schedule.joint_reduction",
-            "applies to a fragment- or stream-variant chain that starts with rmsnorm, ends with per-token quant_fp8 and has only "
-            "rope between them",
+            f"applies to a fragment- or stream-variant chain that ends {joint_chain()}, with only the bracketed ops between",
         )
     if not possible or not (DEFAULT_JOINT_REDUCTION[schedule.variant] if hint == "auto" else hint):
         return schedule
@@ -434,16 +433,18 @@ def _with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[St
     return replace(schedule, joint_reduction=True, reasons=schedule.reasons + (reason,))
 
 
-def _joint_reduction_possible(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
-    """Whether the chain's first and last stage can share one exchange (ops.JointReduction): a schedule
-    that builds the row from the ops' fragments, both ends able to split their reduction, and only
-    linear ops between them."""
-    if not schedule.builds_row or len(stages) < 2:
-        return False
-    ends = [(REGISTRY[stage.kind].joint, stage) for stage in (stages[0], stages[-1])]
-    return all(joint is not None and joint.applies(stage) for joint, stage in ends) and all(
-        REGISTRY[stage.kind].linear for stage in stages[1:-1]
-    )
+def joint_span(stages: tuple[Stage, ...]) -> tuple[int, int] | None:
+    """(opening, closing) positions of the stages that can share one exchange (ops.JointReduction): the
+    stage whose op yields the per-row factor, found by that role wherever it sits, and the last stage,
+    able to close the span, with only linear ops between them. None where the chain has no such pair."""
+    opening = next((k for k, stage in enumerate(stages) if (j := REGISTRY[stage.kind].joint) and j.provides_factor), None)
+    closing = len(stages) - 1
+    if opening is None or opening == closing:
+        return None
+    ends = [(REGISTRY[stages[k].kind].joint, stages[k]) for k in (opening, closing)]
+    if not all(joint is not None and joint.applies(stage) for joint, stage in ends):
+        return None
+    return (opening, closing) if all(REGISTRY[stage.kind].linear for stage in stages[opening + 1 : closing]) else None
 
 
 def _tuned_spec(spec: KernelSpec, tuned: TunedRoute) -> KernelSpec:

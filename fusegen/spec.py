@@ -17,13 +17,14 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Literal, Optional, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from .errors import ChainError, SpecError, did_you_mean, shown
 from .locate import line_of
 from .model import Layout
-from .ops import RANK_NAMES, REGISTRY, ChainContext, described
+from .ops import REGISTRY, ChainContext, chain_order, described, joint_chain, output_flags
+from .strict import Strict
 
 DTYPES = ("float16", "bfloat16", "float32")
 # A row lives in registers: 1024 threads × 64 fp32 each is the most one block can hold.
@@ -37,25 +38,29 @@ NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at
 MAX_SPEC_BYTES = 64 * 1024
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class Outputs(_Strict):
-    y: Optional[bool] = Field(  # default: written whenever an op before the quantiser changes the row
-        default=None, json_schema_extra=described("Write Y, the row after the last norm/rope op (default: when the chain changes the row).")
-    )
-    mean: bool = Field(default=False, json_schema_extra=described("Write LayerNorm's row mean, float32 (M,)."))
-    rstd: bool = Field(default=False, json_schema_extra=described("Write the norm's 1/sqrt(var + eps), float32 (M,)."))
+# Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default.
+Outputs = create_model(
+    "Outputs",
+    __base__=Strict,
+    y=(Optional[bool], Field(default=None, json_schema_extra=described(
+        "Write Y, the row after the last op that changes it (default: when the chain changes the row)."
+    ))),
+    **{flag: (bool, Field(default=False, json_schema_extra=described(out.doc))) for flag, out in output_flags().items()},
+)
 
 
 AUTO = "'auto' leaves it to the planner, or to tuning.json's winners where it has some."
 
 
-class ScheduleHints(_Strict):
+def _whole_kernel_ops(variant: str) -> str:
+    return " or ".join(op.kind for op in REGISTRY.values() if variant in op.whole_kernel_variants)
+
+
+class ScheduleHints(Strict):
     variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = Field(default="auto", json_schema_extra=described(
         "fragment: row in registers, one block per row group; stream: a persistent grid whose blocks loop over rows "
-        "through a shared-memory ring; naive (row in shared memory) and splitk (row in chunks): a chain of one rmsnorm. " + AUTO
+        "through a shared-memory ring; naive (row in shared memory) and splitk (row in chunks): a chain of one "
+        f"{_whole_kernel_ops('naive')}. " + AUTO
     ))
     block_m: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Rows per block: 1, 2, 4, 8 or 16 (stream: 1). " + AUTO))
     threads: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Threads per block: a multiple of 32 from 32 to 1024. " + AUTO))
@@ -64,7 +69,7 @@ class ScheduleHints(_Strict):
         "Load weight/bias and cos/sin next to the row, before the first reduction (fragment and stream). " + AUTO
     ))
     joint_reduction: Union[Literal["auto"], bool] = Field(default="auto", json_schema_extra=described(
-        "RMSNorm's sum of squares and a per-token fp8 amax cross the warps in one exchange (rmsnorm → [rope] → per-token quant_fp8). " + AUTO
+        f"The norm's sum of squares and a per-token fp8 amax cross the warps in one exchange ({joint_chain()}). " + AUTO
     ))
     blocks_per_sm: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described(  # variant "stream"
         "stream only: resident blocks per SM (the grid is this × the SMs). " + AUTO
@@ -77,13 +82,13 @@ class ScheduleHints(_Strict):
 OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]
 
 
-class KernelSpec(_Strict):
+class KernelSpec(Strict):
     name: str = Field(description=NAME_RULE, json_schema_extra=described(f"The kernel's identity: generated/<name>/ and its function: {NAME_RULE}."))
     dtype: Literal["float16", "bfloat16", "float32"] = Field(json_schema_extra=described("Activations, weight, bias and Y."))
     hidden: int = Field(ge=MIN_HIDDEN, le=MAX_HIDDEN, json_schema_extra=described("The row width N (static)."))
     tokens: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS, json_schema_extra=described("Pins the token count M; without it M is dynamic."))
     op: list[OpUnion] = Field(min_length=1, json_schema_extra=described(
-        "The chain: [[op]] tables in the order rmsnorm | layernorm → rope → quant_fp8, each at most once."
+        f"The chain: [[op]] tables in the order {chain_order()}, each at most once."
     ))
     outputs: Outputs = Field(default=Outputs(), json_schema_extra=described("Which optional outputs the kernel writes."))
     schedule: ScheduleHints = Field(default=ScheduleHints(), json_schema_extra=described("How the kernel is scheduled; every hint defaults to 'auto'."))
@@ -124,17 +129,16 @@ def _name_problem(name: str) -> str:
 def check_chain(spec: KernelSpec) -> None:
     """Cross-field rules pydantic cannot express per field."""
     check_name(spec.name)
-    seen_rank = -1
+    seen = -1
     for index, op in enumerate(spec.op):
-        rank = REGISTRY[op.kind].rank
-        if rank <= seen_rank:
-            previous = next(o.kind for o in spec.op[:index] if REGISTRY[o.kind].rank >= rank)
-            order = " → ".join(RANK_NAMES[r] for r in sorted(RANK_NAMES))
+        order = REGISTRY[op.kind].place.order
+        if order <= seen:
+            previous = next(o.kind for o in spec.op[:index] if REGISTRY[o.kind].place.order >= order)
             raise ChainError(
                 f"op[{index}].kind",
-                f"'{op.kind}' cannot follow '{previous}': ops run in the order {order}, each at most once",
+                f"'{op.kind}' cannot follow '{previous}': ops run in the order {chain_order()}, each at most once",
             )
-        seen_rank = rank
+        seen = order
     context = chain_context(spec)
     for index, op in enumerate(spec.op):
         for key, message in REGISTRY[op.kind].check(op, context):
@@ -143,16 +147,17 @@ def check_chain(spec: KernelSpec) -> None:
 
 
 def check_outputs(spec: KernelSpec) -> None:
-    transforms = any(REGISTRY[op.kind].transforms_row for op in spec.op)
-    if spec.outputs.y and not transforms:
-        raise ChainError("outputs.y", "no op changes the row before quant_fp8, so Y would be a copy of x; set y = false")
-    flags = {flag for op in spec.op for flag in REGISTRY[op.kind].output_flags}
-    for flag in ("mean", "rstd"):
-        if getattr(spec.outputs, flag) and flag not in flags:
-            makers = sorted(op.kind for op in REGISTRY.values() if flag in op.output_flags)
+    if spec.outputs.y and not any(REGISTRY[op.kind].transforms_row for op in spec.op):
+        first = spec.op[0].kind
+        raise ChainError("outputs.y", f"no op changes the row before {first}, so Y would be a copy of x; set y = false")
+    declared = {out.flag for op in spec.op for out in REGISTRY[op.kind].outputs}
+    for flag in output_flags():
+        if getattr(spec.outputs, flag) and flag not in declared:
+            makers = sorted(op.kind for op in REGISTRY.values() if any(out.flag == flag for out in op.outputs))
             raise ChainError(f"outputs.{flag}", f"no op in this chain produces {flag}; it needs one of: {', '.join(makers)}")
-    quantizes = any(op.kind == "quant_fp8" for op in spec.op)
-    if not (spec.writes_y or quantizes or spec.outputs.mean or spec.outputs.rstd):
+    # An output without a flag is written whenever its op is in the chain.
+    written = [out for op in spec.op for out in REGISTRY[op.kind].outputs if out.flag is None or getattr(spec.outputs, out.flag)]
+    if not (spec.writes_y or written):
         raise ChainError("outputs.y", "the kernel would write nothing: keep y = true or add an output")
 
 
@@ -160,7 +165,7 @@ def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContex
     return ChainContext(
         dtype=spec.dtype,
         hidden=spec.hidden,
-        outputs={"y": spec.writes_y, "mean": spec.outputs.mean, "rstd": spec.outputs.rstd},
+        outputs={"y": spec.writes_y, **{flag: getattr(spec.outputs, flag) for flag in output_flags()}},
         layout=layout,
     )
 
@@ -170,7 +175,7 @@ def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContex
 
 # Spellings of a dtype in torch or CUDA code, for "did you mean" where difflib finds nothing close.
 DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
-# fp8 is never an activation dtype (a quant_fp8 op writes it); difflib would wrongly suggest float32 for these.
+# fp8 is never an activation dtype (an op writes it); difflib would wrongly suggest float32 for these.
 FP8_NAMES = {"fp8", "float8", "e4m3", "e4m3fn", "e5m2", "float8_e4m3fn", "float8_e5m2"}
 _TYPE_ERRORS = {"int_type", "int_from_float", "float_type", "bool_type", "string_type", "list_type", "model_type",
                 "dict_type", "model_attributes_type", "literal_error"}
@@ -330,7 +335,8 @@ def _value_hint(value: str, field: FieldInfo) -> str:
     """A guess at what a wrong string meant: a close allowed spelling, or a number typed in quotes."""
     if field is KernelSpec.model_fields["dtype"]:
         if value.lower() in FP8_NAMES:
-            return " (fp8 is not an activation dtype: a quant_fp8 op writes it)"
+            writers = " or ".join(op.kind for op in REGISTRY.values() if any(out.fp8 for out in op.outputs))
+            return f" (fp8 is not an activation dtype: a {writers} op writes it)"
         return did_you_mean(value, DTYPES, DTYPE_ALIASES)
     hint = did_you_mean(value, [v for v in _literals(field.annotation) if isinstance(v, str)])
     if not hint and _plain_types(field.annotation) & {int, float, bool} and _UNQUOTED_SCALAR.fullmatch(value):

@@ -127,7 +127,7 @@ def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch
     """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
     modules per spec (rejected candidates marked)."""
     from .compile import in_worker_processes
-    from .testing import import_plan
+    from .checking import import_plan
 
     modules = [[import_plan(c.plan, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
     flat = [(module, candidate) for group, (_, found) in zip(modules, found_by_spec) for module, candidate in zip(group, found)]
@@ -140,7 +140,7 @@ def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch
 def measure(spec: KernelSpec, found: list[Candidate], modules: list, l2_bytes: int, progress) -> None:
     """Checks each compiled candidate against its reference, then times it at every bucket's count."""
     from .bench import GRAPH_CALLS, input_sets, time_graph
-    from .testing import run_and_compare
+    from .checking import run_and_compare
 
     tokens_measured = [spec.tokens] if spec.tokens else [bucket.measured_at for bucket in BUCKETS]
     sets = {}  # every candidate of a spec takes the same inputs

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from .errors import SpecError, shown
 from .model import TokenRange
+from .strict import Strict
 
 TUNING_FILE = "tuning.json"
 # The committed file of every example at two widths and two dtypes is ~50 KB; a limit far above any real
@@ -93,11 +94,7 @@ def checked_gpu_name(name: str, where: str) -> str:
     return name
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class WinnerHints(_Strict):
+class WinnerHints(Strict):
     """Every schedule hint, concrete: what the winning candidate was planned with."""
 
     variant: Literal["fragment", "stream", "naive", "splitk"]
@@ -110,7 +107,7 @@ class WinnerHints(_Strict):
     ring_slots: Union[Literal["auto"], int] = "auto"  # likewise
 
 
-class BucketWinner(_Strict):
+class BucketWinner(Strict):
     first_tokens: int = Field(ge=1)
     last_tokens: Optional[int] = Field(ge=1)
     measured_at: int = Field(ge=1)
@@ -120,7 +117,7 @@ class BucketWinner(_Strict):
     candidates: int = Field(ge=1)
 
 
-class Measured(_Strict):
+class Measured(Strict):
     """Where the numbers come from; any of them may be unknown."""
 
     date: Optional[Date] = None
@@ -130,7 +127,7 @@ class Measured(_Strict):
     tilelang: Optional[Version] = None
 
 
-class GpuWinners(_Strict):
+class GpuWinners(Strict):
     measured: Measured
     buckets: list[BucketWinner] = Field(min_length=1)
 
@@ -148,12 +145,12 @@ class GpuWinners(_Strict):
         return self
 
 
-class ProblemWinners(_Strict):
+class ProblemWinners(Strict):
     problem: ProblemSummary  # readable summary; the key is its hash
     gpus: dict[GpuName, GpuWinners]
 
 
-class TuningTable(_Strict):
+class TuningTable(Strict):
     format: Literal[1] = 1
     problems: dict[ProblemKey, ProblemWinners] = {}
 

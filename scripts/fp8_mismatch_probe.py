@@ -8,14 +8,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from cases import spec_for  # noqa: E402
 
-from fusegen import testing  # noqa: E402
+from fusegen import checking  # noqa: E402
 from fusegen.spec import KernelSpec  # noqa: E402
 
 scratch = Path("/tmp/fp8-probe")
 for name in ("quant_alone_g128_block_m2", "quant_alone", "quant_g64_e5m2_ue8m0", "quant_token_y", "quant_g128_bf16_7168"):
-    module = testing.build_variant(KernelSpec.model_validate(spec_for(name)), scratch)
+    module = checking.build_variant(KernelSpec.model_validate(spec_for(name)), scratch)
     for tokens in (255, 4096):
-        inputs = testing.random_inputs(module, tokens, torch.Generator().manual_seed(tokens))
+        inputs = checking.random_inputs(module, tokens, torch.Generator().manual_seed(tokens))
         got = module.kernel(*inputs)
         want = module.reference(*inputs)
         q, rq = got.q.view(torch.uint8), want.q.view(torch.uint8)

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fusegen import testing
+from fusegen import checking
 from fusegen.plan import plan
 from fusegen.runtime import sm_count
 from fusegen.spec import KernelSpec
@@ -25,7 +25,7 @@ if "--stream-only" not in sys.argv:
     for kernel_dir in sorted((root / "generated").glob("*/kernel.py")):
         name = kernel_dir.parent.name
         for tokens in (8, 3):
-            testing.run_and_compare(importlib.import_module(f"generated.{name}"), tokens)
+            checking.run_and_compare(importlib.import_module(f"generated.{name}"), tokens)
         print(f"sanitized {name}: ran at 8 and 3 tokens, matched the reference", flush=True)
 scratch = Path(tempfile.mkdtemp(prefix="fusegen-sanitize-"))
 for name in sorted({**CASES, **PENDING_GPU_CASES}):
@@ -36,6 +36,6 @@ for name in sorted({**CASES, **PENDING_GPU_CASES}):
         continue
     grid = schedule.blocks_per_sm * sm_count()
     tokens = spec.tokens or 2 * grid + 3
-    testing.run_and_compare(testing.import_plan(planned, scratch / name), tokens)
+    checking.run_and_compare(checking.import_plan(planned, scratch / name), tokens)
     print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, grid)} blocks, matched the reference", flush=True)
 sys.exit(0)

@@ -82,7 +82,7 @@ sys.meta_path.insert(0, NoPytest())
 def test_bench_and_tune_import_without_pytest():
     code = BLOCK_PYTEST + (
         "import fusegen.bench, fusegen.tune\n"
-        "from fusegen.testing import import_plan, random_inputs, run_and_compare\n"
+        "from fusegen.checking import import_plan, random_inputs, run_and_compare\n"
         "print('imported')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fusegen import testing
+from fusegen import checking
+from fusegen.ops.quant_fp8 import fp8_code_distance
 from fusegen.spec import KernelSpec
 
 FP8 = torch.float8_e5m2
@@ -26,7 +27,7 @@ def fresh_values() -> torch.Tensor:
 def compare(values: torch.Tensor, kernel_values: torch.Tensor) -> None:
     rq, scale = quantize(values)
     q = (kernel_values / scale).to(FP8)
-    testing.compare(MODULE, [q, scale], [rq, scale.clone()], "float16")
+    checking.compare(MODULE, [q, scale], [rq, scale.clone()], "float16")
 
 
 def test_a_near_zero_value_within_fp32_noise_may_land_several_codes_away():
@@ -37,7 +38,7 @@ def test_a_near_zero_value_within_fp32_noise_may_land_several_codes_away():
     values[3, 5] = 0.01 * scale[3, 0]
     kernel = values.clone()
     kernel[3, 5] = 0.016 * scale[3, 0]
-    assert testing._fp8_code_distance((values / scale).to(FP8), (kernel / scale).to(FP8)).max() > 1
+    assert fp8_code_distance((values / scale).to(FP8), (kernel / scale).to(FP8)).max() > 1
     compare(values, kernel)
 
 
@@ -75,14 +76,14 @@ def tie_heavy_row():
 
 def compare_codes(values, kernel_codes, exact) -> None:
     scale = torch.ones(values.shape[0], 1)
-    testing.compare(MODULE, [kernel_codes, scale], [values.to(E4M3), scale.clone()], "float16", exact)
+    checking.compare(MODULE, [kernel_codes, scale], [values.to(E4M3), scale.clone()], "float16", exact)
 
 
 def test_codes_that_differ_at_a_rounding_tie_of_the_exact_quotient_pass():
     values, kernel_codes = tie_heavy_row()
     with pytest.raises(AssertionError, match="not at a rounding tie"):
         compare_codes(values, kernel_codes, None)
-    compare_codes(values, kernel_codes, lambda rows: values[rows].double())
+    compare_codes(values, kernel_codes, lambda rows: {"q_unrounded": values[rows].double()})
 
 
 def test_a_differing_code_whose_exact_quotient_is_not_at_the_midpoint_fails():
@@ -90,18 +91,21 @@ def test_a_differing_code_whose_exact_quotient_is_not_at_the_midpoint_fails():
     exact = values.double()
     exact[1, 15] = 1.02  # rounds to 1.0 without doubt: a kernel giving 1.125 is wrong
     with pytest.raises(AssertionError, match="not at their rounding midpoint"):
-        compare_codes(values, kernel_codes, lambda rows: exact[rows])
+        compare_codes(values, kernel_codes, lambda rows: {"q_unrounded": exact[rows]})
 
 
 def test_exact_quotient_of_selected_rows_is_the_oracle_of_those_rows(tmp_path):
     spec = {"name": "tie_rows", "dtype": "bfloat16", "hidden": 512,
             "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}]}
-    module = testing.build_variant(KernelSpec.model_validate(spec), tmp_path)
-    inputs = testing.random_inputs(module, 9, torch.Generator().manual_seed(3), device="cpu")
-    exact = testing.exact_quotient(module, inputs)
-    whole = exact(torch.arange(9))
+    module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
+    inputs = checking.random_inputs(module, 9, torch.Generator().manual_seed(3), device="cpu")
+    oracle_rows = checking.oracle_of(module, inputs)
+    whole = oracle_rows(torch.arange(9))
     rows = torch.tensor([7, 2])
-    assert torch.equal(exact(rows), whole[rows])
+    selected = oracle_rows(rows)
+    assert set(selected) == set(whole) >= {"q_unrounded", "scale", "y"}
+    for name, value in whole.items():
+        assert torch.equal(selected[name], value[rows]), name
 
 
 def joint_kernel_emulation(module, inputs, bias=1.0):
@@ -120,10 +124,10 @@ def joint_kernel_emulation(module, inputs, bias=1.0):
 def test_the_joint_kernels_rounding_ties_pass_and_a_bias_of_one_percent_fails(seed, tmp_path):
     spec = {"name": "joint_ties", "dtype": "bfloat16", "hidden": 7168, "outputs": {"y": False},
             "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}]}
-    module = testing.build_variant(KernelSpec.model_validate(spec), tmp_path)
+    module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
     seed = seed if seed is not None else int(torch.randint(1 << 30, ()))
-    inputs = testing.random_inputs(module, 1, torch.Generator().manual_seed(seed), device="cpu")
-    exact = testing.exact_quotient(module, inputs)
-    testing.compare(module, joint_kernel_emulation(module, inputs), list(module.reference(*inputs)), "bfloat16", exact)
+    inputs = checking.random_inputs(module, 1, torch.Generator().manual_seed(seed), device="cpu")
+    exact = checking.oracle_of(module, inputs)
+    checking.compare(module, joint_kernel_emulation(module, inputs), list(module.reference(*inputs)), "bfloat16", exact)
     with pytest.raises(AssertionError, match="not at their rounding midpoint"):
-        testing.compare(module, joint_kernel_emulation(module, inputs, bias=1 + 2**-7), list(module.reference(*inputs)), "bfloat16", exact)
+        checking.compare(module, joint_kernel_emulation(module, inputs, bias=1 + 2**-7), list(module.reference(*inputs)), "bfloat16", exact)

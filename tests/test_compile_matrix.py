@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from fusegen.spec import KernelSpec
-from fusegen.testing import cuda_check_failures
+from fusegen.checking import cuda_check_failures
 
 from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
@@ -40,7 +40,7 @@ def test_stream_grid_is_sized_from_the_gpu_it_is_built_on(scratch, monkeypatch):
 
     from fusegen.compile import cuda_sources
     from fusegen.plan import plan
-    from fusegen.testing import import_plan
+    from fusegen.checking import import_plan
 
     planned = plan(KernelSpec.model_validate({**spec_for("stream_fp8_only"), "name": "stream_on_114_sms"}), "x")
     blocks_per_sm = planned.routes[0].schedule.blocks_per_sm

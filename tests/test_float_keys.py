@@ -12,7 +12,7 @@ from fusegen.errors import SpecError
 from fusegen.ops import FLOAT32_MIN_NORMAL, REGISTRY
 from fusegen.ops.quant_fp8 import AMAX_FLOOR_MAX, AMAX_FLOOR_MIN
 from fusegen.spec import KernelSpec, parse_spec
-from fusegen.testing import build_variant
+from fusegen.checking import build_variant
 
 HEAD = 'name = "floats"\ndtype = "float32"\nhidden = 256\n'
 FLOAT_KEYS = [

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from fusegen import testing
+from fusegen import checking, testing
 from fusegen.spec import KernelSpec
 
 from cases import RMS, quant, rope
@@ -16,11 +16,11 @@ FUSED = "generated.rms_norm_rope_quant_fused"
 
 
 def fused_inputs(module, tokens, generator):
-    return testing.random_inputs(module, tokens, generator)
+    return checking.random_inputs(module, tokens, generator)
 
 
 def run(module, inputs):
-    outputs = testing.poisoned_outputs(module, inputs[0].shape[0])
+    outputs = checking.poisoned_outputs(module, inputs[0].shape[0])
     module.kernel(*inputs, out=module.Outputs(*outputs))
     torch.cuda.synchronize()
     return module.Outputs(*outputs), module.reference(*inputs)
@@ -32,7 +32,7 @@ def scratch(tmp_path_factory):
 
 
 def variant(spec, scratch):
-    return testing.build_variant(KernelSpec.model_validate(spec), scratch)
+    return checking.build_variant(KernelSpec.model_validate(spec), scratch)
 
 
 @testing.requires_gpu
@@ -43,7 +43,7 @@ def test_all_zero_rows_give_floor_scale_and_zero_codes(group, scratch):
     inputs[0][3].zero_()
     inputs[0][9].zero_()
     got, want = run(module, inputs)
-    testing.compare(module, list(got), list(want), "bfloat16")
+    checking.compare(module, list(got), list(want), "bfloat16")
     for row in (3, 9):
         assert torch.all(got.scale[row] == torch.tensor(1e-10, dtype=torch.float32) / 448.0)
         assert torch.all(got.q[row].float() == 0)
@@ -58,7 +58,7 @@ def test_each_group_max_saturates_at_fp8_max_not_nan(fp8, fp8_max, scratch):
     inputs = fused_inputs(module, 64, torch.Generator().manual_seed(2))
     inputs[0] *= 300.0  # large inputs: normalisation brings them back, the scale does the rest
     got, want = run(module, inputs)
-    testing.compare(module, list(got), list(want), "float16")
+    checking.compare(module, list(got), list(want), "float16")
     peaks = got.q.float().abs().view(64, 8, 128).amax(dim=-1)
     assert torch.all(peaks == fp8_max)
 
@@ -74,7 +74,7 @@ def test_non_finite_rows_stay_in_their_row():
     inputs[0][20, 0] = -float("inf")
     got, want = run(module, inputs)
     finite = [r for r in range(32) if r not in (5, 11, 20)]
-    testing.compare(module, [o[finite] for o in got], [o[finite] for o in want], "float16")
+    checking.compare(module, [o[finite] for o in got], [o[finite] for o in want], "float16")
 
 
 @testing.requires_gpu
@@ -84,7 +84,7 @@ def test_subnormal_inputs(dtype, tiny, scratch):
     inputs = fused_inputs(module, 8, torch.Generator().manual_seed(4))
     inputs[0][2] = (torch.randn(1024, device="cuda") * tiny).to(inputs[0].dtype)
     got, want = run(module, inputs)
-    testing.compare(module, list(got), list(want), dtype)
+    checking.compare(module, list(got), list(want), dtype)
 
 
 @testing.requires_gpu
@@ -98,7 +98,7 @@ def test_tiny_and_large_eps(norm, eps, scratch):
     )
     inputs = fused_inputs(module, 40, torch.Generator().manual_seed(5))
     got, want = run(module, inputs)
-    testing.compare(module, list(got), list(want), "bfloat16")
+    checking.compare(module, list(got), list(want), "bfloat16")
 
 
 @testing.requires_gpu

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from fusegen import testing
+from fusegen import checking, testing
 from fusegen.spec import KernelSpec
 
 from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
@@ -25,7 +25,7 @@ def scratch(tmp_path_factory):
 
 def module_for(name: str, scratch):
     if name not in _modules:
-        _modules[name] = testing.build_variant(KernelSpec.model_validate(spec_for(name)), scratch)
+        _modules[name] = checking.build_variant(KernelSpec.model_validate(spec_for(name)), scratch)
     return _modules[name]
 
 
@@ -38,7 +38,7 @@ def token_counts(name: str) -> tuple[int, ...]:
 # Pending cases run here too: passing here is what moves them into CASES.
 @pytest.mark.parametrize("name, tokens", [(name, tokens) for name in sorted({**CASES, **PENDING_GPU_CASES}) for tokens in token_counts(name)])
 def test_case_matches_reference(name, tokens, scratch):
-    testing.run_and_compare(module_for(name, scratch), tokens)
+    checking.run_and_compare(module_for(name, scratch), tokens)
 
 
 @testing.requires_gpu
@@ -46,14 +46,14 @@ def test_case_matches_reference(name, tokens, scratch):
 def test_one_compilation_served_every_token_count(name, scratch):
     module = module_for(name, scratch)
     for tokens in token_counts(name):
-        testing.run_and_compare(module, tokens)
+        checking.run_and_compare(module, tokens)
     assert module.launcher.compilations == 1
 
 
 @testing.requires_gpu
 @pytest.mark.parametrize("name", ROUTED_CASES)
 def test_routed_programs_each_serve_their_counts(name, scratch):
-    module = testing.build_variant(KernelSpec.model_validate(spec_for(name)), scratch / "routed", ROUTED)
+    module = checking.build_variant(KernelSpec.model_validate(spec_for(name)), scratch / "routed", ROUTED)
     for tokens in (1, 63, 64, 65, 66, 255, 4096):
-        testing.run_and_compare(module, tokens)
+        checking.run_and_compare(module, tokens)
     assert module.launcher.compilations == 2

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from fusegen.errors import ChainError
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec, check_chain
-from fusegen.testing import cuda_check_failures
+from fusegen.checking import cuda_check_failures
 
 norms = st.sampled_from([[], [{"kind": "rmsnorm"}], [{"kind": "layernorm", "bias": False}], [{"kind": "layernorm"}]])
 ropes = st.one_of(

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fusegen.spec import KernelSpec
-from fusegen.testing import build_variant, random_inputs
+from fusegen.checking import build_variant, random_inputs
 
 from fusegen import oracle
 

@@ -213,7 +213,7 @@ def test_routes_with_one_schedule_share_a_program_compiled_once(tmp_path):
     launcher compiles each once whichever route asks first (for sm_90a; no GPU needed)."""
     import logging
 
-    from fusegen.testing import build_variant
+    from fusegen.checking import build_variant
 
     logging.getLogger("tilelang").setLevel(logging.WARNING)
     spec = spec_of(hidden=1024)

@@ -1,26 +1,48 @@
-"""The op registry. Each op is one module holding its spec model, plan stage, TileLang fragment,
-torch reference and ledger bytes; registering it is the one line at the bottom of that module plus
-its import below."""
+"""The op registry and the contract every op meets.
+
+Each op is one module holding everything about it: its spec model and cross-field checks, its place in
+the chain, its plan stage, TileLang fragment and torch reference, its float64 oracle step, how its
+inputs are sampled, how its outputs are compared, the CUDA checks of its fragment, how it shrinks for
+the small test variant, and its README row. The module defines a subclass of `Op` and registers one
+instance; nothing outside fusegen/ops/ names an op kind or an op's output."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Optional, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ..model import Layout
+from ..model import Layout, Schedule, Stage
+from ..strict import Strict
 
-# Order a chain must follow: at most one op of each kind, in increasing rank. Normalising first,
-# rotating the normalised value, quantising last is the only order in which each stage's input is
-# what the next expects (quantised values cannot be normalised or rotated).
-RANK_NORM, RANK_ROTATE, RANK_QUANT = 0, 1, 2
-RANK_NAMES = {RANK_NORM: "normalization (rmsnorm | layernorm)", RANK_ROTATE: "rope", RANK_QUANT: "quant_fp8"}
+if TYPE_CHECKING:
+    import torch
+
+    from ..codegen import KernelFrame
+    from ..cuda_checks import Check
 
 # 2^-126: below it a float32 is subnormal, which the GPU's fast math flushes to 0. A spec constant that
 # an all-zero row reaches unchanged (eps under rsqrt, amax_floor as a scale under a reciprocal) must be
 # at least this once rounded to float32, or the row's outputs are 0 · inf = NaN. A float64 bound at an
 # exact float32 value holds after rounding too: rounding to nearest is monotonic.
 FLOAT32_MIN_NORMAL = 2.0**-126
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an op may sit in a chain: ops run in increasing `order`, at most one per place. Normalising,
+    then rotating the normalised value, then quantising is the only order in which each stage's input is
+    what the next expects (quantised values cannot be normalised or rotated). The orders are spaced so
+    that a new place (an op before the norm) fits between them without renumbering."""
+
+    order: int
+    role: str  # what the ops of this place do, for messages naming several kinds
+
+
+NORMALIZE = Place(20, "normalization")
+ROTATE = Place(30, "rotation")
+QUANTIZE = Place(40, "quantisation")
 
 
 def described(text: str) -> dict:
@@ -30,13 +52,15 @@ def described(text: str) -> dict:
 
 
 def kind_field(kind: str):
-    return Field(json_schema_extra=described(f"The op: {kind}. Ops run in the order rmsnorm | layernorm → rope → quant_fp8, each at most once."))
+    # The order is read when the schema is written: every op has registered by then.
+    def describe(schema: dict) -> None:
+        schema["description"] = f"The op: {kind}. Ops run in the order {chain_order()}, each at most once."
+
+    return Field(json_schema_extra=describe)
 
 
-class OpSpec(BaseModel):
+class OpSpec(Strict):
     """Base of every op's spec model: unknown keys are errors, values are checked strictly."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 @dataclass(frozen=True)
@@ -45,7 +69,7 @@ class ChainContext:
 
     dtype: str
     hidden: int
-    outputs: dict  # output name -> requested (bool)
+    outputs: Mapping[str, bool]  # output flag -> requested
     layout: Layout | None = None  # how a block covers its rows; None while the spec is only validated
 
     @property
@@ -57,6 +81,41 @@ class ChainContext:
         return self.layout.padded_hidden if self.layout else self.hidden
 
 
+class Tolerance(Protocol):
+    """How one output of a kernel run is judged against the reference's, and why that is tight enough."""
+
+    reason: str
+
+    def check(self, name: str, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor], dtype: str,
+              oracle_rows: Optional[Callable[[torch.Tensor], Mapping[str, torch.Tensor]]]) -> None:
+        """Raises AssertionError naming `name` where got[name] is too far from want[name]. `dtype`: the
+        activation dtype; `oracle_rows`: rows -> the float64 oracle's outputs of those rows, where known."""
+        ...
+
+
+@dataclass(frozen=True)
+class OutputDecl:
+    """An output an op may write: `flag` is the [outputs] key that asks for it (None: written whenever the
+    op is in the chain), `doc` says what it is (the key's description), `tolerance` how it is compared."""
+
+    arg: str
+    flag: str | None
+    doc: str
+    tolerance: Tolerance
+    fp8: bool = False  # an fp8 tensor: what "fp8" means to a user who types it as an activation dtype
+
+
+class Draw(Protocol):
+    """Fresh random tensors from one seeded generator (float32, on the CPU)."""
+
+    def normal(self, shape: tuple[int, ...]) -> torch.Tensor: ...
+
+    def uniform(self, shape: tuple[int, ...]) -> torch.Tensor: ...
+
+
+WholeKernel = Callable[[Stage, "KernelFrame", str], list[str]]  # (stage, frame, activation dtype) -> lines
+
+
 @dataclass(frozen=True)
 class JointReduction:
     """An op's row reduction split around a shared exchange, so that the norm's sum of squares and the
@@ -65,38 +124,118 @@ class JointReduction:
     It rests on the norm's per-row factor (rstd) commuting with every op between the two: the norm
     hands on x·w, the ops between are linear in the row, the amax is taken of the unscaled row, and the
     factor is applied after the exchange. max_j fl(rstd·|r_j|) = fl(rstd·max_j |r_j|) because rounding
-    is monotonic, so the scale is exactly the amax of the values quantised."""
+    is monotonic, so the scale is exactly the amax of the values quantised.
 
-    applies: Callable  # Stage -> bool: this instance of the op can take part
+    `provides_factor`: this op's reduction yields the per-row factor (the norm, which opens the joint
+    span); otherwise the op closes it, consuming the factor. `when` qualifies the closing op in
+    messages (the instances that can take part)."""
+
+    provides_factor: bool
+    applies: Callable[[Stage], bool]  # this instance of the op can take part
     partial: tuple[str, str, str]  # (name, reduce op, result fragment) for KernelFrame.exchange
-    emit_partial: Callable  # (Stage, KernelFrame) -> lines before the exchange
-    emit_finish: Callable  # (Stage, KernelFrame, row_scale) -> lines after it; row_scale: the norm's factor
+    emit_partial: Callable[[Stage, "KernelFrame"], list[str]]  # lines before the exchange
+    emit_finish: Callable[[Stage, "KernelFrame", str], list[str]]  # lines after it, given the factor's fragment
+    when: str = ""
 
 
-@dataclass(frozen=True)
-class OpDef:
-    kind: str
-    spec: type[OpSpec]
-    rank: int
-    transforms_row: bool  # writes a new row value (norm, rope) rather than side outputs only
-    plan: Callable  # (op_spec, index, ChainContext) -> Stage
-    emit_kernel: Callable  # (Stage, KernelFrame) -> list[str]
-    emit_reference: Callable  # (Stage, ReferenceFrame-like dict) -> list[str]
-    columns_multiple_of: Callable = lambda op: 1  # op_spec -> the padded row must be a multiple of this
-    accepts_layout: Callable = lambda op, hidden, vector, threads: True  # can the op work on this row layout
-    whole_kernel_variants: dict = field(default_factory=dict)  # variant -> (Stage, KernelFrame) -> lines
-    output_flags: tuple[str, ...] = ()  # [outputs] keys this op may set
-    check: Callable = lambda op, ctx: []  # (op_spec, ChainContext) -> [(key, message)] for cross-field rules
-    linear: bool = False  # commutes with scaling the row by a per-row factor (may sit inside a joint reduction)
-    joint: JointReduction | None = None
+S = TypeVar("S", bound=OpSpec)
 
 
-REGISTRY: dict[str, OpDef] = {}
+class Op(ABC, Generic[S]):
+    """One kind of op. A subclass sets the class attributes and implements the abstract methods; the
+    others have defaults that suit an op without that feature."""
+
+    kind: ClassVar[str]
+    spec: ClassVar[type[OpSpec]]
+    place: ClassVar[Place]
+    transforms_row: ClassVar[bool]  # writes a new row value rather than side outputs only
+    outputs: ClassVar[tuple[OutputDecl, ...]] = ()
+    linear: ClassVar[bool] = False  # commutes with scaling the row by a per-row factor (may sit inside a joint reduction)
+    joint: ClassVar[JointReduction | None] = None
+    whole_kernel_variants: ClassVar[Mapping[str, WholeKernel]] = {}
+    readme_keys: ClassVar[str]  # the README's Ops table row: the keys and what they allow
+
+    def check(self, op: S, ctx: ChainContext) -> list[tuple[str, str]]:
+        """Cross-field rules: (key, message) per problem."""
+        return []
+
+    @abstractmethod
+    def plan(self, op: S, index: int, ctx: ChainContext) -> Stage: ...
+
+    @abstractmethod
+    def emit_kernel(self, stage: Stage, frame: KernelFrame) -> list[str]: ...
+
+    @abstractmethod
+    def emit_reference(self, stage: Stage, hidden: int) -> list[str]: ...
+
+    def columns_multiple_of(self, op: S) -> int:
+        """The padded row must be a multiple of this."""
+        return 1
+
+    def accepts_layout(self, op: S, hidden: int, vector: int, threads: int) -> bool:
+        """Whether the op's fragment works on this row layout."""
+        return True
+
+    @abstractmethod
+    def oracle_step(self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The float64 oracle (oracle.py): design.md's formula for this op, written from the formula with
+        explicit index arithmetic, not the reference's tensor idioms. `op`: the op's validated spec as
+        JSON data. Returns the row handed on and the op's outputs (with anything a tolerance needs)."""
+
+    def sample_inputs(self, op: dict[str, Any], shapes: Mapping[str, tuple[int, ...]], draw: Draw) -> dict[str, torch.Tensor]:
+        """Fresh float32 values of this op's inputs (`shapes`: of every kernel input, by name)."""
+        return {}
+
+    def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
+        """What the CUDA compiled from this op's fragment must show (cuda_checks.py has the generic ones)."""
+        return []
+
+    def small_variant(self, op: dict[str, Any], hidden: int) -> dict[str, Any]:
+        """The op's spec for the seed's small shape (hidden = `hidden`)."""
+        return op
 
 
-def register(op: OpDef) -> OpDef:
+REGISTRY: dict[str, Op[Any]] = {}
+
+
+def register(op: Op[Any]) -> Op[Any]:
     REGISTRY[op.kind] = op
     return op
+
+
+def places() -> list[tuple[Place, list[str]]]:
+    """Each place with the kinds registered there, in chain order."""
+    by_place: dict[Place, list[str]] = {}
+    for op in REGISTRY.values():
+        by_place.setdefault(op.place, []).append(op.kind)
+    return sorted(by_place.items(), key=lambda item: item[0].order)
+
+
+def chain_order() -> str:
+    """The order in words: `normalization (rmsnorm | layernorm) → rope → quant_fp8`."""
+    return " → ".join(kinds[0] if len(kinds) == 1 else f"{place.role} ({' | '.join(kinds)})" for place, kinds in places())
+
+
+def output_flags() -> dict[str, OutputDecl]:
+    """Every [outputs] key an op declares, by name (ops may share one: both norms write rstd)."""
+    flags: dict[str, OutputDecl] = {}
+    for op in REGISTRY.values():
+        for out in op.outputs:
+            if out.flag is not None:
+                flags.setdefault(out.flag, out)
+    return dict(sorted(flags.items()))
+
+
+def output_decl(arg: str) -> OutputDecl | None:
+    return next((out for op in REGISTRY.values() for out in op.outputs if out.arg == arg), None)
+
+
+def joint_chain() -> str:
+    """The chains a joint reduction serves, in words: `rmsnorm → [rope] → per-token quant_fp8`."""
+    opens = [op.kind for op in REGISTRY.values() if op.joint and op.joint.provides_factor]
+    closes = [f"{op.joint.when} {op.kind}".strip() for op in REGISTRY.values() if op.joint and not op.joint.provides_factor]
+    between = [op.kind for op in REGISTRY.values() if op.linear]
+    return f"{' | '.join(opens)} → [{' | '.join(between)}] → {' | '.join(closes)}"
 
 
 from . import layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)

@@ -6,9 +6,12 @@ from typing import Literal
 from pydantic import Field
 
 from ..codegen import KernelFrame, literal
-from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import RANK_NORM, ChainContext, OpDef, OpSpec, described, kind_field, register
-from .rmsnorm import EPS_FIELD, EPS_RANGE, rstd_tensor, weight_tensor
+from ..cuda_checks import Check, fragment_vector_store
+from ..model import Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, register
+from .rmsnorm import EPS_FIELD, EPS_RANGE, RSTD, STAT, rstd_tensor, sample_weight, weight_tensor
+
+MEAN = OutputDecl("mean", "mean", "Write LayerNorm's row mean, float32 (M,).", STAT)
 
 
 class LayerNormSpec(OpSpec):
@@ -109,15 +112,39 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     return lines
 
 
-OP = register(
-    OpDef(
-        kind="layernorm",
-        spec=LayerNormSpec,
-        rank=RANK_NORM,
-        transforms_row=True,
-        plan=plan,
-        emit_kernel=emit_kernel,
-        emit_reference=emit_reference,
-        output_flags=("mean", "rstd"),
-    )
-)
+class LayerNorm(Op[LayerNormSpec]):
+    kind = "layernorm"
+    spec = LayerNormSpec
+    place = NORMALIZE
+    transforms_row = True
+    outputs = (MEAN, RSTD)
+    readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-5), `weight`, `bias` (default true)"
+    plan = staticmethod(plan)
+    emit_kernel = staticmethod(emit_kernel)
+    emit_reference = staticmethod(emit_reference)
+
+    def oracle_step(self, v, op, inputs):
+        n = v.shape[1]
+        mean = v.sum(dim=1, keepdim=True) / n
+        var = ((v - mean) ** 2).sum(dim=1, keepdim=True) / n
+        rstd = 1.0 / (var + op["eps"]).sqrt()
+        out = (v - mean) * rstd
+        if op["weight"]:
+            out = out * inputs["weight"].double()
+        if op["bias"]:
+            out = out + inputs["bias"].double()
+        return out, {"mean": mean[:, 0], "rstd": rstd[:, 0]}
+
+    def sample_inputs(self, op, shapes, draw):
+        drawn = {}
+        if op["weight"]:
+            drawn["weight"] = sample_weight(draw, shapes["weight"])
+        if op["bias"]:
+            drawn["bias"] = 0.1 * draw.normal(shapes["bias"])
+        return drawn
+
+    def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
+        return [fragment_vector_store(source, "centered_sq", "centred squares vectorized", min(4, schedule.vector_elems))]
+
+
+OP = register(LayerNorm())

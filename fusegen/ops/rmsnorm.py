@@ -6,8 +6,10 @@ from typing import Literal
 from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
-from ..model import Dim, Reduction, Scratch, Stage, Tensor
-from . import FLOAT32_MIN_NORMAL, RANK_NORM, ChainContext, JointReduction, OpDef, OpSpec, described, kind_field, register
+from ..cuda_checks import Check, fragment_vector_store
+from ..model import Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..tolerance import Close
+from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, described, kind_field, register
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
@@ -28,6 +30,20 @@ def weight_tensor(dtype: str, hidden: int) -> Tensor:
 
 def rstd_tensor() -> Tensor:
     return Tensor("Rstd", "rstd", "float32", (Dim(tokens=True),), "output", "1/sqrt(var + eps) per row")
+
+
+# A norm's statistics (mean, rstd) are fp32 values of the same loaded inputs in kernel and reference:
+# they differ by reduction order only.
+STAT = Close(
+    {"float16": (1e-4, 1e-4), "bfloat16": (1e-4, 1e-4), "float32": (1e-4, 1e-4)},
+    "fp32 statistics of the same loaded values: reduction-order differences only",
+)
+RSTD = OutputDecl("rstd", "rstd", "Write the norm's 1/sqrt(var + eps), float32 (M,).", STAT)
+
+
+def sample_weight(draw, shape: tuple[int, ...]):
+    """A per-column weight near 1: a scale that neither cancels the row nor hides its values."""
+    return 1.0 + 0.25 * draw.normal(shape)
 
 
 
@@ -173,17 +189,31 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     return lines
 
 
-OP = register(
-    OpDef(
-        kind="rmsnorm",
-        spec=RMSNormSpec,
-        rank=RANK_NORM,
-        transforms_row=True,
-        plan=plan,
-        emit_kernel=emit_kernel,
-        emit_reference=emit_reference,
-        whole_kernel_variants={"naive": emit_naive, "splitk": emit_splitk},
-        output_flags=("rstd",),
-        joint=JointReduction(applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale),
-    )
-)
+class RMSNorm(Op[RMSNormSpec]):
+    kind = "rmsnorm"
+    spec = RMSNormSpec
+    place = NORMALIZE
+    transforms_row = True
+    outputs = (RSTD,)
+    whole_kernel_variants = {"naive": emit_naive, "splitk": emit_splitk}
+    joint = JointReduction(provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale)
+    readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true)"
+
+    plan = staticmethod(plan)
+    emit_kernel = staticmethod(emit_kernel)
+    emit_reference = staticmethod(emit_reference)
+
+    def oracle_step(self, v, op, inputs):
+        n = v.shape[1]
+        r = 1.0 / ((v * v).sum(dim=1, keepdim=True) / n + op["eps"]).sqrt()
+        w = inputs["weight"].double() if op["weight"] else 1.0
+        return v * r * w, {"rstd": r[:, 0]}
+
+    def sample_inputs(self, op, shapes, draw):
+        return {"weight": sample_weight(draw, shapes["weight"])} if op["weight"] else {}
+
+    def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
+        return [fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", min(4, schedule.vector_elems))]
+
+
+OP = register(RMSNorm())

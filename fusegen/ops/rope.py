@@ -4,15 +4,20 @@ neox pairs column p with p + rope_dim/2; gptj pairs 2p with 2p + 1 (DeepSeek MLA
 """
 from __future__ import annotations
 
+import math
+import re
 from typing import Literal
 
 from pydantic import Field
 
 from ..codegen import KernelFrame
-from ..model import Dim, Layout, Scratch, Stage, Tensor
-from . import RANK_ROTATE, ChainContext, OpDef, OpSpec, described, kind_field, register
+from ..cuda_checks import Check
+from ..model import Dim, Layout, Schedule, Scratch, Stage, Tensor
+from . import ROTATE, ChainContext, Op, OpSpec, described, kind_field, register
 
 WARP_LANES = 32
+# The seed's small shape rotates 32 columns (of 256).
+SMALL_ROPE_DIM = 32
 
 
 class RopeSpec(OpSpec):
@@ -158,17 +163,60 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     ]
 
 
-OP = register(
-    OpDef(
-        kind="rope",
-        spec=RopeSpec,
-        rank=RANK_ROTATE,
-        transforms_row=True,
-        check=check,
-        plan=plan,
-        emit_kernel=emit_kernel,
-        emit_reference=emit_reference,
-        accepts_layout=accepts_layout,
-        linear=True,
+def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
+    if params["pairing"] == "shuffle":
+        # The planned distance among exactly the span's lanes; a wider mask would wait on lanes that
+        # never reach the shuffle, a narrower one reads undefined values.
+        shuffle = rf"__shfl_xor_sync\(\(uint\){params['lane_mask']}, [^;]*, {params['partner_lanes']}, 32\)"
+        found = len(re.findall(shuffle, source))
+        ok = found > 0 and "rope_span" not in source
+        return Check("RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart")
+    # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
+    span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
+    return Check(
+        "RoPE span accesses contiguous",
+        vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
+        f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
     )
-)
+
+
+class Rope(Op[RopeSpec]):
+    kind = "rope"
+    spec = RopeSpec
+    place = ROTATE
+    transforms_row = True
+    linear = True
+    readme_keys = (
+        "`rope_dim` (even, ≤ hidden), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
+        "\\| `gptj` (pair 2p, 2p+1)"
+    )
+    check = staticmethod(check)
+    plan = staticmethod(plan)
+    emit_kernel = staticmethod(emit_kernel)
+    emit_reference = staticmethod(emit_reference)
+    accepts_layout = staticmethod(accepts_layout)
+
+    def oracle_step(self, v, op, inputs):
+        d, n = op["rope_dim"], v.shape[1]
+        start = n - d if op["span"] == "tail" else 0
+        cos, sin = inputs["cos"].double(), inputs["sin"].double()
+        out = v.clone()
+        for p in range(d // 2):
+            a, b = (start + p, start + p + d // 2) if op["style"] == "neox" else (start + 2 * p, start + 2 * p + 1)
+            out[:, a] = v[:, a] * cos[:, p] - v[:, b] * sin[:, p]
+            out[:, b] = v[:, b] * cos[:, p] + v[:, a] * sin[:, p]
+        return out, {}
+
+    def sample_inputs(self, op, shapes, draw):
+        """cos and sin of real angles, so each pair rotates without scaling."""
+        angle = draw.uniform(shapes["cos"]) * (2 * math.pi)
+        return {"cos": angle.cos(), "sin": angle.sin()}
+
+    def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
+        return [check_pairing(source, stage.params, schedule.vector_elems)]
+
+    def small_variant(self, op, hidden):
+        return {**op, "rope_dim": SMALL_ROPE_DIM}
+
+
+OP = register(Rope())
