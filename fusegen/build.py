@@ -12,7 +12,9 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
+import types
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
@@ -513,3 +515,14 @@ def build(
             raise
         commit(journal, staging, out)
     return built
+
+
+class _CallableModule(types.ModuleType):
+    """`fusegen.build(paths, out, ...)` is the public name of build(), and `fusegen.build` is also this
+    module (`import fusegen.build`): calling the module calls the function."""
+
+    def __call__(self, *args, **kwargs):
+        return build(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,122 @@
+"""On the H200: a generated kernel as a drop-in torch op (issue 15). For two example kernels: opcheck of
+both ops; torch.compile(fullgraph=True, dynamic=True) against eager at changing token counts, plain and
+under CUDA graphs (mode="reduce-overhead"); host µs per call at 8 tokens of torch.add, the raw compiled
+program, kernel(...) allocating, kernel(..., out=...) and the op called directly, in one run.
+
+    python scripts/gpu_dropin.py RESULT.json
+
+Each part records its error text and the run goes on; the JSON holds every result."""
+from __future__ import annotations
+
+import importlib
+import json
+import statistics
+import sys
+import time
+import traceback
+
+import torch
+
+from fusegen import testing
+
+KERNELS = ("rms_norm_rope_quant_fused", "layer_norm_fwd")
+TOKEN_COUNTS = (1, 7, 64, 300)
+HOST_TOKENS = 8
+CALLS, ROUNDS = 2000, 7
+
+
+def recorded(results: dict, key: str, part):
+    try:
+        results[key] = part()
+    except Exception:  # any failure of one part is a finding to record, not a reason to stop
+        results[key] = {"error": traceback.format_exc(limit=4)}
+    print(f"{key}: {json.dumps(results[key])[:400]}", flush=True)
+
+
+def inputs(module, tokens, seed=0):
+    return testing.random_inputs(module, tokens, torch.Generator().manual_seed(seed))
+
+
+def opcheck(module):
+    args = inputs(module, 16)
+    out = testing.poisoned_outputs(module, 16)
+    return {
+        "functional": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op, tuple(args)).items()},
+        "out": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op_out, (*args, *out)).items()},
+    }
+
+
+def compiled_runs(module, mode):
+    torch._dynamo.reset()
+
+    def model(*args):
+        outputs = module.kernel(*args)
+        return [t.float() * 2 for t in outputs]
+
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, mode=mode)
+    rows = {}
+    for tokens in TOKEN_COUNTS:
+        args = inputs(module, tokens, seed=tokens)
+        for _ in range(3):  # CUDA graphs record on a later call than the first
+            got = compiled(*args)
+        torch.cuda.synchronize()
+        eager = model(*args)
+        reference = [t.float() * 2 for t in module.reference(*args)]
+        rows[tokens] = {
+            "equal_to_eager": all(torch.equal(g, e) for g, e in zip(got, eager)),
+            "max_abs_vs_reference": [float((g - r).abs().max()) for g, r in zip(got, reference)],
+        }
+    rows["recompiles"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    return rows
+
+
+def per_call_us(call) -> float:
+    for _ in range(200):
+        call()
+    torch.cuda.synchronize()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        for _ in range(CALLS):
+            call()
+        rounds.append((time.perf_counter() - start) / CALLS * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(rounds)
+
+
+def host_cost(module):
+    args = inputs(module, HOST_TOKENS)
+    out = testing.poisoned_outputs(module, HOST_TOKENS)
+    x = args[0]
+    raw = module.launcher.compiled(HOST_TOKENS)
+    costs = {
+        "torch.add": per_call_us(lambda: torch.add(x, x)),
+        "raw program": per_call_us(lambda: raw(*args, *out)),
+        "kernel()": per_call_us(lambda: module.kernel(*args)),
+        "kernel(out=)": per_call_us(lambda: module.kernel(*args, out=out)),
+        "op": per_call_us(lambda: module.launcher.op(*args)),
+        "op.out": per_call_us(lambda: module.launcher.op_out(*args, *out)),
+    }
+    base = costs["torch.add"]
+    return {name: {"us": round(us, 2), "x_torch_add": round(us / base, 2)} for name, us in costs.items()}
+
+
+def main(path: str) -> None:
+    results = {"torch": torch.__version__, "device": torch.cuda.get_device_name()}
+    for name in KERNELS:
+        module = importlib.import_module(f"generated.{name}")
+        part = results[name] = {}
+        recorded(part, "opcheck", lambda: opcheck(module))
+        recorded(part, "fullgraph", lambda: compiled_runs(module, None))
+        recorded(part, "fullgraph reduce-overhead", lambda: compiled_runs(module, "reduce-overhead"))
+        recorded(part, "host us per call", lambda: host_cost(module))
+        if "error" not in part["host us per call"]:
+            print(f"\n{name}, {HOST_TOKENS} tokens: µs per call (× torch.add)")
+            for call, row in part["host us per call"].items():
+                print(f"  {call:<14} {row['us']:>8.2f}  {row['x_torch_add']:>5.2f}×")
+    with open(path, "w") as handle:
+        json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
