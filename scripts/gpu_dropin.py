@@ -17,7 +17,7 @@ import traceback
 
 import torch
 
-from fusegen import testing
+from fusegen import checking
 
 KERNELS = ("rms_norm_rope_quant_fused", "layer_norm_fwd")
 TOKEN_COUNTS = (1, 7, 64, 300)
@@ -34,12 +34,12 @@ def recorded(results: dict, key: str, part):
 
 
 def inputs(module, tokens, seed=0):
-    return testing.random_inputs(module, tokens, torch.Generator().manual_seed(seed))
+    return checking.random_inputs(module, tokens, torch.Generator().manual_seed(seed))
 
 
 def opcheck(module):
     args = inputs(module, 16)
-    out = testing.poisoned_outputs(module, 16)
+    out = checking.poisoned_outputs(module, 16)
     return {
         "functional": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op, tuple(args)).items()},
         "out": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op_out, (*args, *out)).items()},
@@ -86,7 +86,7 @@ def per_call_us(call) -> float:
 
 def host_cost(module):
     args = inputs(module, HOST_TOKENS)
-    out = testing.poisoned_outputs(module, HOST_TOKENS)
+    out = checking.poisoned_outputs(module, HOST_TOKENS)
     x = args[0]
     raw = module.launcher.compiled(HOST_TOKENS)
     costs = {

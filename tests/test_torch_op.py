@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusegen import testing
+from fusegen import checking
 from fusegen.compile import import_package
 from fusegen.runtime import KernelArgumentError, op_name
 
@@ -43,7 +43,7 @@ def test_fake_outputs_match_the_reference_in_shape_dtype_and_strides(name):
     """The reference runs on the CPU with real inputs: an account of the outputs independent of the fake."""
     module = example(name)
     for tokens in token_counts(module):
-        inputs = testing.random_inputs(module, tokens, torch.Generator().manual_seed(tokens), device="cpu")
+        inputs = checking.random_inputs(module, tokens, torch.Generator().manual_seed(tokens), device="cpu")
         expected = module.reference(*inputs)
         faked = module.launcher.op(*on_meta(inputs))
         faked = (faked,) if isinstance(faked, torch.Tensor) else faked
@@ -53,11 +53,11 @@ def test_fake_outputs_match_the_reference_in_shape_dtype_and_strides(name):
 
 
 def meta_args(module, tokens):
-    return on_meta(testing.random_inputs(module, tokens, torch.Generator().manual_seed(0), device="cpu"))
+    return on_meta(checking.random_inputs(module, tokens, torch.Generator().manual_seed(0), device="cpu"))
 
 
 def meta_outputs(module, tokens):
-    return on_meta(testing.poisoned_outputs(module, tokens, device="cpu"))
+    return on_meta(checking.poisoned_outputs(module, tokens, device="cpu"))
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -106,7 +106,7 @@ def test_a_bad_output_buffer_is_named_under_tracing():
 
 def test_the_op_called_directly_checks_like_the_kernel():
     module = example("rms_norm")
-    args = testing.random_inputs(module, 4, torch.Generator().manual_seed(1), device="cpu")
+    args = checking.random_inputs(module, 4, torch.Generator().manual_seed(1), device="cpu")
     with pytest.raises(KernelArgumentError, match="rms_norm: input 'x' must be on a CUDA device, got cpu"):
         module.launcher.op(*args)
     with pytest.raises(KernelArgumentError, match="rms_norm: input 'weight' must be torch.float16, got torch.float32"):

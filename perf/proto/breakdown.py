@@ -4,7 +4,7 @@ import statistics
 
 import torch
 
-from fusegen import testing
+from fusegen import checking
 from fusegen.bench import time_events
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec
@@ -22,8 +22,8 @@ CHAINS = {
 for label, ops in CHAINS.items():
     for threads in (128, 256):
         spec = KernelSpec.model_validate({"name": "b", "dtype": "bfloat16", "hidden": 4096, "op": ops, "outputs": {"y": not any(o["kind"] == "quant_fp8" for o in ops)}, "schedule": {"threads": threads}})
-        module = testing.build_variant(spec, __import__("pathlib").Path(f"/tmp/breakdown/{label.replace(' ', '_').replace('(', '').replace(')', '')}_{threads}"))
-        sets = [testing.random_inputs(module, 16384, torch.Generator().manual_seed(s)) for s in range(3)]
+        module = checking.build_variant(spec, __import__("pathlib").Path(f"/tmp/breakdown/{label.replace(' ', '_').replace('(', '').replace(')', '')}_{threads}"))
+        sets = [checking.random_inputs(module, 16384, torch.Generator().manual_seed(s)) for s in range(3)]
         us = statistics.median(time_events(module.kernel, sets, 10, 100))
         moved = plan(spec, "b").ledger.fused_bytes(16384)
         print(f"{label:<24} {threads:>4} thr: {us:7.1f} us  {moved / us / 1e6:5.2f} TB/s", flush=True)

@@ -5,11 +5,11 @@ import sys
 
 import torch
 
-from fusegen import testing
+from fusegen import checking
 
 for name in sys.argv[1:] or ("rms_norm", "rms_norm_rope_fused", "rms_norm_rope_quant_fp8_only"):
     module = importlib.import_module(f"generated.{name}")
-    inputs = testing.random_inputs(module, 16384, torch.Generator().manual_seed(0))
+    inputs = checking.random_inputs(module, 16384, torch.Generator().manual_seed(0))
     for _ in range(2):
         module.kernel(*inputs)
     torch.cuda.synchronize()

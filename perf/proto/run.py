@@ -5,7 +5,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import torch
 
-from fusegen import testing
+from fusegen import checking
 from fusegen.bench import copy_ceiling, time_events, time_graph
 import importlib
 
@@ -40,17 +40,17 @@ def main():
     print(f"copy ceiling {ceiling:.2f} TB/s")
     ledger = 16384 * (4096 * 2 + 2 * 32 * 4 + 4096 + 4) + 4096 * 2
     gen = torch.Generator().manual_seed(0)
-    sets = [testing.random_inputs(base, 16384, gen) for _ in range(4)]
-    small = [testing.random_inputs(base, 8, gen) for _ in range(4)]
+    sets = [checking.random_inputs(base, 16384, gen) for _ in range(4)]
+    small = [checking.random_inputs(base, 8, gen) for _ in range(4)]
     for label, kw in VARIANTS.items():
         module_kernel = base.kernel if kw is None else launcher(**kw)
         call = (lambda *a: module_kernel(*a)) if kw is None else (lambda *a, l=module_kernel: l(*a))
         for tokens in (16384, 1000, 8, 1):
-            inputs = testing.random_inputs(base, tokens, gen)
-            outs = testing.poisoned_outputs(base, tokens)
+            inputs = checking.random_inputs(base, tokens, gen)
+            outs = checking.poisoned_outputs(base, tokens)
             (base.kernel if kw is None else module_kernel)(*inputs, out=base.Outputs(*outs))
             torch.cuda.synchronize()
-            testing.compare(base, outs, list(package.reference(*inputs)), "float16")
+            checking.compare(base, outs, list(package.reference(*inputs)), "float16")
         big = statistics.median(time_events(call, sets, 10, 200))
         tiny = statistics.median(time_graph(call, small))
         print(f"{label:<36} 16384: {big:7.1f} us {ledger / big / 1e6:5.2f} TB/s ({ledger / big / 1e6 / ceiling:4.2f} of copy)   8 tokens (graph): {tiny:5.2f} us", flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from fusegen import testing
+from fusegen import checking
 from fusegen.bench import copy_ceiling, input_sets, time_graph, variants
 from fusegen.build import collect_spec_files, load_and_plan
 from fusegen.plan import plan as make_plan
@@ -67,7 +67,7 @@ def main(out: Path):
     for data in variants(written.spec, [4096, 7168], ["float16", "bfloat16"]):
         spec = KernelSpec.model_validate(data)
         p = make_plan(spec, "<bench>", tuning.routes(spec))
-        module = testing.import_plan(p, scratch)
+        module = checking.import_plan(p, scratch)
         k = sys.modules[module.__name__ + ".kernel"]
         ledger = p.ledger.fused_bytes(tokens)
         sets = input_sets(module, ledger, tokens, l2)
@@ -84,11 +84,11 @@ def main(out: Path):
         for label, fn in rows:
             try:
                 for m in (tokens, 2001, 133, 37, 1):
-                    inputs = testing.random_inputs(module, m, torch.Generator().manual_seed(m))
-                    outs = testing.poisoned_outputs(module, m)
+                    inputs = checking.random_inputs(module, m, torch.Generator().manual_seed(m))
+                    outs = checking.poisoned_outputs(module, m)
                     fn(*inputs, out=module.Outputs(*outs))
                     torch.cuda.synchronize()
-                    testing.compare(module, outs, list(module.reference(*inputs)), spec.dtype)
+                    checking.compare(module, outs, list(module.reference(*inputs)), spec.dtype)
                 correct = "ok"
             except Exception as exc:
                 correct = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
