@@ -32,8 +32,8 @@ COPY_BYTES = 1 << 30
 
 def _percentiles(samples: list[float]) -> tuple[float, float, float]:
     ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-    return statistics.median(ordered), pick(0.1), pick(0.9)
+    p10, p90 = (ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.1, 0.9))
+    return statistics.median(ordered), p10, p90
 
 
 def time_events(fn, arg_sets, warmup: int, reps: int) -> list[float]:

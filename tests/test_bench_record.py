@@ -56,7 +56,9 @@ def test_record_fills_sections_and_is_idempotent(tmp_path, monkeypatch):
         assert "commit abc1234" in section
         assert f"prose after {d}" in text
     # Everything outside the sections is as it was.
-    outside = lambda t: [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]
+    def outside(t):
+        return [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]
+
     assert outside(text) == outside(original)
     record(benchmarks, [Path(d) for d in runs])
     assert benchmarks.read_text() == text
