@@ -149,7 +149,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from .bench import RecordError, record
+    from .bench_report import RecordError, record
 
     try:
         record(Path(args.benchmarks), [Path(d) for d in args.results])
@@ -161,7 +161,7 @@ def cmd_record(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from .bench import RecordError, replot
+    from .bench_report import RecordError, replot
 
     try:
         for results_dir in args.results:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from matplotlib.colors import to_rgba
-from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from fusegen.bench import IMPL_COLORS, Row, figure
+from fusegen.bench_report import IMPL_COLORS, Row, figure
 
 SAVED = Path(__file__).resolve().parent.parent / "docs" / "bench"
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusegen.bench import RECORD_END, RecordError, Row, record, record_begin
+from fusegen.bench_report import RECORD_END, RecordError, Row, record, record_begin
 
 ENVIRONMENT = {"date": "2026-11-30T00:00:00+00:00", "gpu": "NVIDIA H200", "commit": "abc1234"}
 
@@ -25,7 +25,8 @@ def save_results(directory, kernel: str, fused_us: float, compile_us: float, cei
         Row(kernel, 16384, "compile", compile_us, compile_us, compile_us, ledger, ledger / compile_us / 1e6, None),
     ]
     directory.mkdir(parents=True)
-    (directory / "bench.json").write_text(json.dumps({"environment": ENVIRONMENT, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}))
+    results = {"environment": ENVIRONMENT, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}
+    (directory / "bench.json").write_text(json.dumps(results))
 
 
 def sections(*dirs: str) -> str:
@@ -55,7 +56,9 @@ def test_record_fills_sections_and_is_idempotent(tmp_path, monkeypatch):
         assert "commit abc1234" in section
         assert f"prose after {d}" in text
     # Everything outside the sections is as it was.
-    outside = lambda t: [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]
+    def outside(t):
+        return [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]
+
     assert outside(text) == outside(original)
     record(benchmarks, [Path(d) for d in runs])
     assert benchmarks.read_text() == text
@@ -87,7 +90,8 @@ def test_command_line_reports_an_error_without_a_traceback(tmp_path):
 
 def valid_results() -> dict:
     row = asdict(Row("k", 8, "fusegen", 10.0, 9.0, 11.0, 1024, 0.1, 2.5, "fragment, 128 threads"))
-    return {"environment": dict(ENVIRONMENT, driver=None), "copy_tb_per_s": 4.2, "rows": [row, dict(row, impl="compile", host_us_per_call=None)]}
+    rows = [row, dict(row, impl="compile", host_us_per_call=None)]
+    return {"environment": dict(ENVIRONMENT, driver=None), "copy_tb_per_s": 4.2, "rows": rows}
 
 
 def paths_in(value, prefix=()):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fusegen import cli
-from fusegen.bench import RECORD_END, RecordError, record, record_begin
+from fusegen.bench_report import RECORD_END, RecordError, record, record_begin
 
 RED = "\x1b[31mred.toml"
 FAKE_LINE = "gen\nerror: all good"

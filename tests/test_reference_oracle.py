@@ -1,31 +1,60 @@
-"""Each generated torch reference against the independent float64 formulation in oracle.py (CPU)."""
+"""Each generated torch reference against the independent float64 formulation in oracle.py (CPU).
+Inputs are fresh each run; the seed is printed, and pytest shows it with any failure."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 from pathlib import Path
 
 import pytest
 import torch
 
+from fusegen import oracle
 from fusegen.spec import KernelSpec
 from fusegen.checking import build_variant, random_inputs
-
-from fusegen import oracle
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
 # Options the examples do not reach: gptj and head spans, ue8m0 and e5m2, layernorm into quant, no weight/bias.
 EXTRA_SPECS = [
-    {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512, "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
-    {"name": "ln_group", "dtype": "float32", "hidden": 768, "op": [{"kind": "layernorm", "bias": False}, {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "ue8m0"}], "outputs": {"mean": True, "rstd": True}},
-    {"name": "rope_quant", "dtype": "float16", "hidden": 256, "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
+    {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512,
+     "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
+    {"name": "ln_group", "dtype": "float32", "hidden": 768,
+     "op": [{"kind": "layernorm", "bias": False}, {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "ue8m0"}],
+     "outputs": {"mean": True, "rstd": True}},
+    {"name": "rope_quant", "dtype": "float16", "hidden": 256,
+     "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
     {"name": "quant_only", "dtype": "bfloat16", "hidden": 1024, "op": [{"kind": "quant_fp8", "group_size": 32}]},
     {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
 Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
+ROW_CHANGING_OPS = ("rmsnorm", "layernorm", "rope")
+
+
+def fresh_seed() -> int:
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"seed {seed}")
+    return seed
+
+
+def outputs_asked_for(spec: dict, tokens: int) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """(shape, dtype) of each output, read from the spec as the README's Spec reference states it."""
+    hidden = spec["hidden"]
+    flags = spec.get("outputs", {})
+    writes_y = flags.get("y")
+    if writes_y is None:  # the default: Y whenever an op changes the row
+        writes_y = any(op["kind"] in ROW_CHANGING_OPS for op in spec["op"])
+    asked = {"y": ((tokens, hidden), getattr(torch, spec["dtype"]))} if writes_y else {}
+    asked |= {stat: ((tokens,), torch.float32) for stat in ("mean", "rstd") if flags.get(stat)}
+    for op in (op for op in spec["op"] if op["kind"] == "quant_fp8"):
+        group = hidden if op["group_size"] == "token" else op["group_size"]
+        fp8 = torch.float8_e5m2 if op.get("fp8") == "e5m2" else torch.float8_e4m3fn
+        asked |= {"q": ((tokens, hidden), fp8), "scale": ((tokens, hidden // group), torch.float32)}
+    return asked
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +65,13 @@ def scratch(tmp_path_factory):
 @pytest.mark.parametrize("spec", CASES)
 def test_reference_matches_float64_oracle(spec, scratch):
     module = build_variant(KernelSpec.model_validate(spec), scratch)
-    generator = torch.Generator().manual_seed(hash(spec["name"]) & 0xFFFF)
+    generator = torch.Generator().manual_seed(fresh_seed())
     tokens = 7
     inputs = random_inputs(module, tokens, generator, device="cpu")
     named = dict(zip((s.name for s in module.INPUTS), inputs))
     got = module.reference(*inputs)._asdict()
     want = oracle.run_chain(KernelSpec.model_validate(spec).model_dump(mode="json"), named)
-    assert set(got) == {s.name for s in module.OUTPUTS}
+    assert {name: (tuple(t.shape), t.dtype) for name, t in got.items()} == outputs_asked_for(spec, tokens)
     if "y" in got:
         rel = Y_TOLERANCE[spec["dtype"]]
         torch.testing.assert_close(got["y"].double(), want["y"], rtol=rel, atol=rel)
@@ -56,7 +85,7 @@ def test_reference_matches_float64_oracle(spec, scratch):
         # in v (norms) may only flip a code that sits within a hair of a rounding midpoint.
         expected = unrounded.to(got["q"].dtype)
         mismatched = (got["q"].view(torch.uint8) != expected.view(torch.uint8)).float().mean().item()
-        assert mismatched < 1e-3, f"{mismatched:.2%} of fp8 codes are not the nearest to v / scale"
+        assert mismatched < 1e-3, f"{mismatched:.2%} of fp8 codes are not the nearest to v / scale (no more than 0.1 % may be)"
         # Rounding to nearest is off by at most half a step: relative 2^-4 (e4m3) or 2^-3 (e5m2) for normal
         # values, half the subnormal spacing below them.
         e4m3 = got["q"].dtype == torch.float8_e4m3fn
@@ -77,11 +106,11 @@ def test_quant_scale_is_the_exact_quotient(scale_kind, scratch):
     """Pins the rule the H200 run found: the reference's scale is the IEEE quotient amax / fp8_max (torch
     divides by a Python float through a rounded reciprocal), and ue8m0 is the exact power-of-two ceiling
     (log2 differs in the last ulp between CUDA and torch near powers of two)."""
-    import math
-
-    spec = {"name": f"scale_{scale_kind}", "dtype": "float32", "hidden": 256, "op": [{"kind": "quant_fp8", "group_size": 32, "scale": scale_kind}]}
+    spec = {"name": f"scale_{scale_kind}", "dtype": "float32", "hidden": 256,
+            "op": [{"kind": "quant_fp8", "group_size": 32, "scale": scale_kind}]}
     module = build_variant(KernelSpec.model_validate(spec), scratch)
-    x = torch.randn(6, 256, generator=torch.Generator().manual_seed(11))
+    # Clamped below the values planted next, so that each planted value is its group's maximum.
+    x = torch.randn(6, 256, generator=torch.Generator().manual_seed(fresh_seed())).clamp(-3.0, 3.0)
     # Group maxima on and one ulp beside a power of two times 448, where both rules bite.
     x[0, 0] = 448.0 * 2.0**-7
     x[1, 0] = torch.nextafter(torch.tensor(448.0 * 2.0**-7), torch.tensor(1.0)).item()
@@ -90,7 +119,9 @@ def test_quant_scale_is_the_exact_quotient(scale_kind, scratch):
     amax = x.abs().view(6, 8, 32).amax(dim=-1)
     expected = (amax.double() / 448.0).float()  # binary64 then binary32: correctly rounded for a quotient
     if scale_kind == "ue8m0":
-        ceil_pow2 = lambda s: s if math.frexp(s)[0] == 0.5 else 2.0 ** math.frexp(s)[1]
+        def ceil_pow2(s):
+            return s if math.frexp(s)[0] == 0.5 else 2.0 ** math.frexp(s)[1]
+
         expected = torch.tensor([[ceil_pow2(s) for s in row] for row in expected.tolist()], dtype=torch.float32)
     assert torch.equal(scale, expected)
     # On the CPU torch divides by a Python float exactly; on CUDA it multiplies by the rounded
