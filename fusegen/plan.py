@@ -222,22 +222,24 @@ def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
 
 
 def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
-    """The ring is filled by one cp.async copy of the unpadded row, which TileLang splits exactly over the
-    threads when the columns divide by the thread count, in the widest access that divides each thread's
-    share (seen in the CUDA of 7168 columns over 512 threads: 14 each, 4-byte copies; over 1024: 7 each,
-    no cp.async at all). A share that is not a whole number of the planned vectors would make the copies
-    narrower than the row layout's, so such thread counts are refused, naming those that fit."""
+    """The ring is filled by one cp.async copy of the unpadded row, which TileLang partitions over the
+    threads itself. Only an even split into whole vectors is reliably vectorized: 7168 columns over 512
+    threads (14 each) gave 4-byte copies, over 1024 (7 each) no cp.async at all; rows that do not divide
+    by threads × vector went either way with no rule we could find (fp32 40 and fp16 1000 columns
+    kept their vectors; fp32 16, 24 and 80 fell to 4-byte copies; fp16 16, 520 over 64 threads and 2056
+    over 256 did not compile: "no eligible global->shared store"). So the row must split into whole
+    vectors per thread, and thread counts that do not are refused, naming those that fit."""
     vector = schedule.vector_elems
-    if spec.hidden % schedule.threads or spec.hidden % (schedule.threads * vector) == 0:
+    if spec.hidden % (schedule.threads * vector) == 0:
         return
     fitting = [t for t in THREAD_CHOICES if spec.hidden % (t * vector) == 0]
     key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
     raise ChainError(
         key,
-        f"\"stream\" fills its ring with a cp.async copy of the row split evenly over the threads: {spec.hidden} columns "
-        f"over {schedule.threads} threads is {spec.hidden // schedule.threads} each, not a whole number of the "
-        f"{vector * DTYPE_BYTES[spec.dtype]}-byte vectors the row layout uses, so the copies would be narrower; thread "
-        f"counts that split it into whole {vector * DTYPE_BYTES[spec.dtype]}-byte vectors: {', '.join(map(str, fitting)) or 'none'}",
+        f"\"stream\" fills its ring with a cp.async copy of the row that must split evenly into whole "
+        f"{vector * DTYPE_BYTES[spec.dtype]}-byte vectors per thread (otherwise TileLang narrows the copies or cannot "
+        f"emit them): {spec.hidden} columns do not split over {schedule.threads} threads × {vector} columns; thread counts "
+        f"that do: {', '.join(map(str, fitting)) or 'none (use variant fragment)'}",
     )
 
 

@@ -87,12 +87,11 @@ CASES = {
     # A persistent grid streaming rows through a cp.async ring in shared memory (variant "stream").
     "stream_fp8_only": case("the fp8-only seed chain streamed, 4 warps, blocks per SM from the planner", [RMS, rope(64), quant()], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
     "stream_joint_bf16_7168": case("stream with the joint reduction, 7168 columns, 3 blocks per SM, two rows in flight", [RMS, rope(64), quant()], hidden=7168, outputs={"y": False}, schedule={"variant": "stream", "threads": 128, "blocks_per_sm": 3, "joint_reduction": True, "ring_slots": 3}),
-    "stream_ln_padded_y_mean": case("stream over a padded LayerNorm → RoPE row (1000 → 1024) with Y and Mean, a 4-slot ring whose slots span the padding; weight and bias staged once", [LN, rope(64)], hidden=1000, outputs={"mean": True}, schedule={"variant": "stream", "ring_slots": 4}),
+    "stream_ln_y_mean": case("stream over a LayerNorm → RoPE row of 1536 columns (64 threads × 3 vectors) with Y and Mean, a 4-slot ring; weight and bias staged once", [LN, rope(64)], hidden=1536, outputs={"mean": True}, schedule={"variant": "stream", "threads": 64, "ring_slots": 4}),
     "stream_no_prefetch_g128": case("stream with cos/sin and weight read in place (only X through the ring), group 128", [RMS, rope(64), quant(128)], hidden=2048, schedule={"variant": "stream", "prefetch": False}),
     "stream_pinned_37_tokens": case("stream with the token count pinned below the grid: one row per block", [RMS, rope(64, span="head", style="gptj"), quant(64, fp8="e5m2", scale="ue8m0")], "float32", 1024, tokens=37, schedule={"variant": "stream"}),
     "stream_pinned_5000_tokens": case("stream with the token count pinned above the grid, one block per SM", [RMS, quant()], hidden=4096, tokens=5000, schedule={"variant": "stream", "blocks_per_sm": 1}),
     "stream_group_quant_alone": case("stream of a chain with no cross-warp exchange: the ring's own barriers order its slots", [quant(128)], hidden=1024, schedule={"variant": "stream"}),
-    "stream_4_byte_copies": case("1002 fp16 columns: rows only 4-byte aligned, the narrowest cp.async", [RMS, rope(2)], "float16", 1002, schedule={"variant": "stream"}),
     # RoPE partners by warp shuffle where the lanes allow it, through shared memory where they do not (step 15).
     "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
     "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
