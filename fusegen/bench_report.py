@@ -198,6 +198,8 @@ def record(benchmarks: Path, results_dirs: list[Path]) -> None:
         text = benchmarks.read_text(encoding="utf-8")
     except OSError as exc:
         raise RecordError(f"{benchmarks}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{benchmarks}: is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); a markdown file is") from None
     for results_dir in results_dirs:
         results = read_results(results_dir / "bench.json")
         begin = record_begin(results_dir.as_posix())

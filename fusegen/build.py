@@ -490,6 +490,7 @@ def build(
     _check_output_directory(out)
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
     _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
+    read_journal(out)  # a journal this build could not roll forward stops it before it compiles or writes
     try:
         out.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f"{STAGING_PREFIX}{os.getpid()}-"))

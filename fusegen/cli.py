@@ -142,10 +142,24 @@ def _report_gpu_problem(command: str) -> int | None:
     return NO_GPU_EXIT
 
 
+def _report_spec_problems(paths: list[str]) -> int | None:
+    """bench and tune plan their specs before asking for a GPU: a wrong path or spec is the user's to fix
+    wherever they run, and says so before "needs a GPU" does."""
+    from .build import BuildErrors, collect_spec_files, load_and_plan
+
+    try:
+        load_and_plan(collect_spec_files([Path(p) for p in paths]))
+    except SpecError as exc:
+        return _report_errors([exc])
+    except BuildErrors as exc:
+        return _report_errors(exc.errors)
+    return None
+
+
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    return _report_gpu_problem("bench") or bench_main(args)
+    return _report_spec_problems(args.paths) or _report_gpu_problem("bench") or bench_main(args)
 
 
 def cmd_record(args) -> int:
@@ -176,7 +190,7 @@ def cmd_tune(args) -> int:
     from .tune import main as tune_main
 
     try:
-        return _report_gpu_problem("tune") or tune_main(args)
+        return _report_spec_problems(args.paths) or _report_gpu_problem("tune") or tune_main(args)
     except SpecError as exc:
         return _report_errors([exc])
 
@@ -199,15 +213,15 @@ def cmd_schema(args) -> int:
     return 0
 
 
-def _jobs(text: str) -> int:
-    """argparse type of --jobs: a count of worker processes, at least one."""
+def _at_least_one(text: str) -> int:
+    """argparse type of counts (--jobs, --tokens): a whole number, at least one."""
     try:
-        jobs = int(text)
+        count = int(text)
     except ValueError:
-        jobs = 0
-    if jobs < 1:
+        count = 0
+    if count < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return jobs
+    return count
 
 
 def _tuning_options(command) -> None:
@@ -242,7 +256,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="plan, emit and compile every spec into generated/")
     b.add_argument("paths", nargs="+", help="spec files or directories of *.toml specs")
     b.add_argument("--out", default="generated", help="output directory (default: generated)")
-    b.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
+    b.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
     b.add_argument("-v", "--verbose", action="store_true", help="also show TileLang's log of each compilation (stderr)")
     _tuning_options(b)
     b.set_defaults(func=cmd_build)
@@ -253,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_plan)
     bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
     bench.add_argument("paths", nargs="+", help="spec files or directories")
-    bench.add_argument("--tokens", type=int, nargs="+", default=[1, 8, 256, 4096, 16384], help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)")
+    bench.add_argument("--tokens", type=_at_least_one, nargs="+", default=[1, 8, 256, 4096, 16384], help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)")
     bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
@@ -276,7 +290,7 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
-    tune.add_argument("--jobs", type=_jobs, default=None, help="parallel compilations (default: CPU count)")
+    tune.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")
     tune.set_defaults(func=cmd_tune)

@@ -76,6 +76,10 @@ def test_missing_section_and_missing_results_are_clear_errors(tmp_path, monkeypa
         record(benchmarks, [Path("bench/targets"), Path("bench/examples")])
     # Nothing is written unless every section could be: no half-updated file.
     assert "stale table" in benchmarks.read_text()
+    benchmarks.write_bytes(b"\xff# Benchmarks\n")
+    with pytest.raises(RecordError, match=r"BENCHMARKS.md: is not UTF-8 text \(byte 0xff at offset 0\)"):
+        record(benchmarks, [Path("bench/targets")])
+    assert benchmarks.read_bytes() == b"\xff# Benchmarks\n"
 
 
 def test_command_line_reports_an_error_without_a_traceback(tmp_path):

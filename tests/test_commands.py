@@ -104,6 +104,25 @@ def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
     assert not list(tmp_path.iterdir()), "nothing is written before the GPU is found missing"
 
 
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["bench", "nowhere.toml"], "error: nowhere.toml: no such file or directory"),
+        (["tune", "nowhere.toml"], "error: nowhere.toml: no such file or directory"),
+        (["bench", "specs/", "--tokens", "0"], "--tokens: must be a whole number of at least 1"),
+        (["tune", "specs/", "--jobs", "-1"], "--jobs: must be a whole number of at least 1"),
+    ],
+    ids=["bench-missing-spec", "tune-missing-spec", "bench-zero-tokens", "tune-negative-jobs"],
+)
+def test_gpu_commands_report_usage_errors_before_asking_for_a_gpu(arguments, says):
+    """A wrong path or argument is the user's to fix wherever they run: it is named (exit 2) before
+    bench or tune says it needs a GPU."""
+    result = fusegen(*arguments)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr
+    assert "needs a" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_gpu_commands_name_a_gpu_that_is_not_hopper(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
