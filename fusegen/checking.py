@@ -20,6 +20,7 @@ from .compile import import_package
 from .emit import render
 from .ops import REGISTRY, Tolerance, output_decl
 from .plan import plan
+from .runtime import allocate, column_strides, shape_of
 from .spec import KernelSpec
 from .tolerance import ROW
 
@@ -57,7 +58,7 @@ class _Draw:
 
 def random_inputs(module, tokens: int, generator: torch.Generator, device="cuda") -> list[torch.Tensor]:
     """Fresh inputs: x ~ N(0, 1) with an offset per row, then each op's own inputs as the op samples them."""
-    shapes = {s.name: tuple(tokens if d == "m" else d for d in s.shape) for s in module.INPUTS}
+    shapes = {s.name: shape_of(s, tokens) for s in module.INPUTS}
     draw = _Draw(generator)
     drawn = {"x": draw.normal(shapes["x"]) + 0.5 * draw.normal((shapes["x"][0], 1))}
     for op in spec_of(module)["op"]:
@@ -66,11 +67,7 @@ def random_inputs(module, tokens: int, generator: torch.Generator, device="cuda"
 
 
 def poisoned_outputs(module, tokens: int, device="cuda") -> list[torch.Tensor]:
-    results = []
-    for spec in module.OUTPUTS:
-        shape = tuple(tokens if d == "m" else d for d in spec.shape)
-        results.append(torch.full(shape, float("nan"), dtype=torch.float32, device=device).to(spec.dtype))
-    return results
+    return [allocate(spec, tokens, device).copy_(torch.full(shape_of(spec, tokens), float("nan"), device=device)) for spec in module.OUTPUTS]
 
 
 OracleRows = Callable[[torch.Tensor], Mapping[str, torch.Tensor]]
@@ -82,6 +79,11 @@ def compare(module, outputs, reference, dtype: str, oracle_rows: OracleRows | No
     names = [s.name for s in module.OUTPUTS]
     tolerances = {name: tolerance_of(name) for name in names}
     got, want = dict(zip(names, outputs)), dict(zip(names, reference))
+    for spec in module.OUTPUTS:
+        if spec.layout == "column":
+            for source, tensor in (("kernel", got[spec.name]), ("reference", want[spec.name])):
+                strides = column_strides(spec, tensor.shape[0])
+                assert tuple(tensor.stride()) == strides, f"{spec.name}: the {source}'s strides are {tuple(tensor.stride())}, not the column layout's {strides}"
     for name in names:
         assert not torch.isnan(got[name].float()).any() or torch.isnan(want[name].float()).any(), (
             f"{name}: NaN left in the output (an element was not written, or the kernel produced NaN)"

@@ -92,15 +92,19 @@ class KernelFrame:
             if t.shape[0].tokens:
                 lines += self.staged_row_param(t.param, t.shape[1].size)
             else:
-                lines += self.staged_column_param(t.param, t.dtype)
+                lines += self.staged_column_param(t.param, t.dtype, t.offset)
         return lines
 
-    def staged_column_param(self, param: str, dtype: str) -> list[str]:
+    def staged_column_param(self, param: str, dtype: str, offset: float = 0.0) -> list[str]:
         """Prologue: a per-column parameter into registers, each thread holding exactly the columns it
         holds of every row (the padded row is a whole number of threads·vector tiles, so the row's
-        thread mapping does not depend on the row). Padding columns get 0."""
+        thread mapping does not depend on the row). Padding columns get 0. An `offset` (Tensor.offset)
+        is added here, once per block rather than once per row, and staged in float32: 1 + w rounded
+        back to a 2-byte dtype would lose w's low bits."""
         name, cols = self.staged(param), self.columns
         load = f"{param}[j]"
+        if offset:
+            load, dtype = f"{self.float_with_offset(load, offset)}", "float32"
         if self.layout.pads_columns:
             load = f"T.if_then_else(j < {self.hidden}, {load}, T.cast(0, {string_literal(dtype)}))"
         return [
@@ -216,6 +220,10 @@ class KernelFrame:
     def rows_may_overhang(self) -> bool:
         """Only a block of several rows can run past the last token; one row per block never does."""
         return self.bm > 1
+
+    @staticmethod
+    def float_with_offset(value: str, offset: float) -> str:
+        return f'(T.cast({value}, "float32") + {literal(offset)})'
 
     def column_param(self, param: str, col: str = "j") -> str:
         """A per-column parameter (weight, bias) as float32, zero on padding columns."""

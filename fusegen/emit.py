@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
-from .model import TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
 from .plan import joint_span, plan_as_dict
 
@@ -27,8 +27,21 @@ def _shape(t: Tensor, m: str) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
+def _parameter(t: Tensor, plan: Plan) -> str:
+    """The tensor's type in the TileLang signature; a column-major one with its strides, which the
+    compiled program's argument checks hold every call to."""
+    m = _tokens_symbol(plan)
+    if t.layout == "row":
+        return f"T.Tensor({_shape(t, m)}, {string_literal(t.dtype)})"
+    element = DTYPE_BYTES[t.dtype]
+    unit = tokens_per_tma_unit(element)
+    padded = padded_tokens(plan.tokens, element) if plan.tokens else f"T.ceildiv(m, {unit}) * {unit}"
+    return f"T.StridedTensor({_shape(t, m)}, (1, {padded}), {string_literal(t.dtype)})"
+
+
 def _describe_tensor(t: Tensor) -> str:
-    return f"{t.arg} {_shape(t, 'm')} {t.dtype}: {t.doc}"
+    layout = "" if t.layout == "row" else f", {t.layout}-major"
+    return f"{t.arg} {_shape(t, 'm')} {t.dtype}{layout}: {t.doc}"
 
 
 def _tokens_symbol(plan: Plan) -> str:
@@ -146,14 +159,14 @@ def _tensor_spec(t: Tensor) -> str:
     dims = ", ".join('"m"' if d.tokens else str(d.size) for d in t.shape)
     if len(t.shape) == 1:
         dims += ","
-    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}))"
+    layout = "" if t.layout == "row" else f", {string_literal(t.layout)}"
+    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}){layout})"
 
 
 def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
-    m = _tokens_symbol(plan)
     route = served[0]
     s = route.schedule
-    signature = [f"{t.param}: T.Tensor({_shape(t, m)}, {string_literal(t.dtype)})," for t in (*plan.inputs, *plan.outputs)]
+    signature = [f"{t.param}: {_parameter(t, plan)}," for t in (*plan.inputs, *plan.outputs)]
     token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
     grid_line = [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"] if s.variant == "stream" else []
     return [
@@ -252,12 +265,15 @@ def reference_module(plan: Plan) -> str:
         body += [f"# op[{stage.index}] {escaped(stage.summary)}", *op.emit_reference(stage, plan.hidden)]
     if not y_stored:
         body.append(y_line)
+    columns = [t.arg for t in plan.outputs if t.layout == "column"]
+    body += [f"out[{string_literal(arg)}] = column_major(out[{string_literal(arg)}])" for arg in columns]
     body.append("return Outputs(**out)")
     lines = [
         *header(plan).splitlines(),
         one_line_docstring(f"torch reference for {plan.name}: float32 math from the loaded inputs, rounded once at each output."),
         "import torch",
         "",
+        *(["from fusegen.runtime import column_major", ""] if columns else []),
         "from .kernel import Outputs",
         "",
         "",

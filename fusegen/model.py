@@ -27,6 +27,24 @@ class Dim:
         return str(self.size)
 
 
+# Column-major (M, n) outputs pad the token dimension to a whole number of 16-byte units, so that each
+# column starts 16-byte aligned: the layout DeepGEMM's FP8 GEMMs read scales in with TMA
+# (get_tma_aligned_size: align(M, 16 / element size); 4 float32 tokens).
+TMA_ALIGNMENT_BYTES = 16
+LAYOUTS = ("row", "column")
+
+
+def tokens_per_tma_unit(element_bytes: int) -> int:
+    return TMA_ALIGNMENT_BYTES // element_bytes
+
+
+def padded_tokens(tokens, element_bytes: int):
+    """The token dimension of a column-major tensor padded to TMA_ALIGNMENT_BYTES (an int, or a torch
+    SymInt while tracing)."""
+    unit = tokens_per_tma_unit(element_bytes)
+    return (tokens + unit - 1) // unit * unit
+
+
 @dataclass(frozen=True)
 class Tensor:
     """A kernel argument in global memory."""
@@ -37,6 +55,11 @@ class Tensor:
     shape: tuple[Dim, ...]
     role: str  # "input" | "output"
     doc: str
+    # "row": contiguous. "column": an (M, n) view with strides (1, padded_tokens(M)), the token dimension
+    # fastest; the padding tokens are never written (nor counted by the ledger).
+    layout: str = "row"
+    # Added to every element as it is loaded, in float32 (rmsnorm's weight_offset: Gemma scales by 1 + w).
+    offset: float = 0.0
 
     def bytes_per_token(self) -> int:
         if not any(d.tokens for d in self.shape):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from .model import HOPPER_SMS
+from .model import HOPPER_SMS, padded_tokens
 
 # Vector loads of 16 bytes need every row to start on a 16-byte boundary.
 ALIGNMENT = 16
@@ -76,6 +76,29 @@ class TensorSpec(NamedTuple):
     name: str
     dtype: torch.dtype
     shape: tuple  # ints, and "m" for the token count
+    layout: str = "row"  # model.Tensor.layout: "row" (contiguous) | "column" (tokens fastest, padded)
+
+
+def shape_of(spec: TensorSpec, tokens) -> tuple:
+    return tuple(tokens if d == "m" else d for d in spec.shape)
+
+
+def column_strides(spec: TensorSpec, tokens) -> tuple:
+    """The strides of a column-major (M, n) output: (1, M padded to 16 bytes), the layout of DeepGEMM's
+    get_col_major_tma_aligned_tensor."""
+    return (1, padded_tokens(tokens, spec.dtype.itemsize))
+
+
+def allocate(spec: TensorSpec, tokens, device) -> torch.Tensor:
+    """An output laid out as the kernel writes it; `tokens` may be symbolic (the fake implementation)."""
+    if spec.layout == "column":
+        return torch.empty_strided(shape_of(spec, tokens), column_strides(spec, tokens), dtype=spec.dtype, device=device)
+    return torch.empty(shape_of(spec, tokens), dtype=spec.dtype, device=device)
+
+
+def column_major(tensor: torch.Tensor) -> torch.Tensor:
+    """An (M, n) tensor copied into the column layout: the references return column outputs so."""
+    return allocate(TensorSpec("", tensor.dtype, ("m", tensor.shape[1]), "column"), tensor.shape[0], tensor.device).copy_(tensor)
 
 
 def output_tuple(outputs: tuple[TensorSpec, ...]):
@@ -148,24 +171,24 @@ class Launcher:
     def _fail(self, message: str):
         raise KernelArgumentError(f"{self.name}: {message}")
 
-    def _expected_shape(self, spec: TensorSpec, tokens) -> tuple:
-        return tuple(tokens if d == "m" else d for d in spec.shape)
-
-    def _allocate(self, spec: TensorSpec, tokens, device):
-        """One output, as the op and its fake both make it (the fake with a symbolic token count)."""
-        return torch.empty(self._expected_shape(spec, tokens), dtype=spec.dtype, device=device)
-
     def _check_type(self, spec: TensorSpec, tensor, tokens, role: str) -> None:
         if not isinstance(tensor, torch.Tensor):
             self._fail(f"{role} '{spec.name}' must be a torch.Tensor, got {type(tensor).__name__}")
         if tensor.dtype != spec.dtype:
             self._fail(f"{role} '{spec.name}' must be {spec.dtype}, got {tensor.dtype}")
-        shape = self._expected_shape(spec, tokens)
+        shape = shape_of(spec, tokens)
         if tuple(tensor.shape) != shape:
             self._fail(f"{role} '{spec.name}' must have shape {shape}, got {tuple(tensor.shape)}")
 
-    def _check_memory(self, spec: TensorSpec, tensor, role: str) -> None:
-        if not tensor.is_contiguous():
+    def _check_memory(self, spec: TensorSpec, tensor, tokens, role: str) -> None:
+        if spec.layout == "column":
+            strides = column_strides(spec, tokens)
+            if tuple(tensor.stride()) != strides:
+                self._fail(
+                    f"{role} '{spec.name}' must be column-major with strides {strides} (tokens padded to 16 bytes), "
+                    f"got strides {tuple(tensor.stride())}; allocate it with torch.empty_strided({shape_of(spec, tokens)}, {strides})"
+                )
+        elif not tensor.is_contiguous():
             self._fail(f"{role} '{spec.name}' must be contiguous (got strides {tuple(tensor.stride())}); call .contiguous()")
         if tensor.numel() and tensor.data_ptr() % ALIGNMENT:
             self._fail(f"{role} '{spec.name}' must start on a {ALIGNMENT}-byte boundary (a view at an offset is not)")
@@ -204,12 +227,12 @@ class Launcher:
         device = args[0].device
         for spec, tensor in zip(self.inputs, args):
             self._check_type(spec, tensor, tokens, "input")
-            self._check_memory(spec, tensor, "input")
+            self._check_memory(spec, tensor, tokens, "input")
         if out is not None:
             self._check_out(out)
         for spec, tensor in zip(self.outputs, out or ()):
             self._check_type(spec, tensor, tokens, "output")
-            self._check_memory(spec, tensor, "output")
+            self._check_memory(spec, tensor, tokens, "output")
         for role, specs, tensors in (("input", self.inputs, args), ("output", self.outputs, out or ())):
             for spec, tensor in zip(specs, tensors):
                 self._check_device(spec, tensor, device, role)
@@ -275,7 +298,7 @@ class Launcher:
         """The functional op: checks, allocates the outputs and launches."""
         self._admit(args, args, None)
         tokens, device = args[0].shape[0], args[0].device
-        results = [self._allocate(spec, tokens, device) for spec in self.outputs]
+        results = [allocate(spec, tokens, device) for spec in self.outputs]
         self._launch(tokens, device, (*args, *results))
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -289,7 +312,7 @@ class Launcher:
         """The functional op on fake tensors: the outputs' shapes, dtypes and strides, nothing run."""
         self._check_traced(args, ())
         tokens, device = args[0].shape[0], args[0].device
-        results = [self._allocate(spec, tokens, device) for spec in self.outputs]
+        results = [allocate(spec, tokens, device) for spec in self.outputs]
         return results[0] if len(results) == 1 else tuple(results)
 
     def fake_out(self, *tensors):

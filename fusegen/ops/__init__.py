@@ -51,6 +51,14 @@ def described(text: str) -> dict:
     return {"description": text}
 
 
+def added_key(default: Any) -> dict:
+    """`Field(**added_key(default), ...)` for a key added to an op after kernels were built and tuned: at
+    its default it is left out of the canonical spec (plan.json's spec, the identity hash, tuning.json's
+    problem key), so every spec that does not use it keeps its identity, its generated files and its
+    tuned winners. Read it back through the op's spec model, which fills the default in."""
+    return {"default": default, "exclude_if": lambda value: value == default}
+
+
 def kind_field(kind: str):
     # The order is read when the schema is written: every op has registered by then.
     def describe(schema: dict) -> None:

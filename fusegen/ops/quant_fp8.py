@@ -19,7 +19,7 @@ from ..codegen import KernelFrame, literal, string_literal
 from ..cuda_checks import Check, row_access
 from ..model import DTYPE_BYTES, Dim, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
-from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, described, kind_field, register
+from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
 FP8_MAX = {"e4m3fn": 448.0, "e5m2": 57344.0}
 FP8_DTYPE = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2"}
@@ -54,6 +54,13 @@ class QuantFP8Spec(OpSpec):
         le=AMAX_FLOOR_MAX,
         description=AMAX_FLOOR_RANGE,
         json_schema_extra=described(f"The smallest amax a scale is computed from (all-zero groups): {AMAX_FLOOR_RANGE}."),
+    )
+    scale_layout: Literal["row", "column"] = Field(
+        **added_key("row"),
+        json_schema_extra=described(
+            "row = Scale (M, groups) contiguous; column = an (M, groups) view with strides (1, M padded to a multiple of 4): "
+            "column-major with 16-byte aligned columns, as DeepGEMM-style FP8 GEMMs read scales with TMA."
+        ),
     )
 
 
@@ -90,16 +97,19 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         "fp8_max": FP8_MAX[op.fp8],
         "scale": op.scale,
         "amax_floor": op.amax_floor,
+        "scale_layout": op.scale_layout,
     }
     scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, padded_groups)
     return Stage(
         index=index,
         kind="quant_fp8",
-        summary=f"FP8 quant({op.fp8}, {'per token' if per_token else f'group {op.group_size}'}, scale {op.scale})",
+        summary=f"FP8 quant({op.fp8}, {'per token' if per_token else f'group {op.group_size}'}, scale {op.scale}"
+        + (f", {op.scale_layout}-major scales)" if op.scale_layout != "row" else ")"),
         params=params,
         outputs=(
             Tensor("Q", "q", fp8, (Dim(tokens=True), Dim(size=ctx.hidden)), "output", "quantised row"),
-            Tensor("Scale", "scale", "float32", (Dim(tokens=True), Dim(size=groups)), "output", "dequantisation scale per group"),
+            Tensor("Scale", "scale", "float32", (Dim(tokens=True), Dim(size=groups)), "output", "dequantisation scale per group",
+                   layout=op.scale_layout),
         ),
         scratch=(
             Scratch("group_scale", "fragment", scale_shape, "float32", "amax, then the scale, of each group"),
@@ -348,7 +358,9 @@ class QuantFP8(Op[QuantFP8Spec]):
     readme_keys = (
         "`group_size` (a multiple of 8 dividing hidden, or `\"token\"`), `fp8` = `e4m3fn` (max 448) \\| `e5m2` (max 57344), "
         "`scale` = `fp32` \\| `ue8m0` (rounded up to a power of two), `amax_floor` (fp8_max · 2⁻¹²⁶ ≤ amax_floor ≤ 1: e4m3fn "
-        "≥ 5.27e-36, e5m2 ≥ 6.74e-34; default 1e-10)"
+        "≥ 5.27e-36, e5m2 ≥ 6.74e-34; default 1e-10), `scale_layout` = `row` (Scale (M, G) contiguous) \\| `column` (an (M, G) "
+        "view with strides (1, ⌈M/4⌉·4): column-major, tokens padded to 16 bytes, the layout DeepGEMM-style FP8 GEMMs read with TMA; "
+        "per-token too, G = 1)"
     )
     check = staticmethod(check)
     plan = staticmethod(plan)

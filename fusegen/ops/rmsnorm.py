@@ -9,23 +9,40 @@ from ..codegen import KernelFrame, literal, string_literal
 from ..cuda_checks import Check, fragment_vector_store
 from ..model import Dim, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
-from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, described, kind_field, register
+from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
 # unit scale rather than guard a division. The bounds also reject nan and inf.
 EPS_RANGE = f"a number from {FLOAT32_MIN_NORMAL!r} (2^-126, the smallest normal float32) to 1.0"
 EPS_FIELD = dict(ge=FLOAT32_MIN_NORMAL, le=1.0, description=EPS_RANGE)
+# The offset shifts the weight's origin (Gemma stores w and scales by 1 + w): an offset beyond what a
+# weight of any activation dtype could hold itself (fp16's 65504) is no model's. The bounds also reject
+# nan and inf.
+WEIGHT_OFFSET_MAX = 65504.0
+WEIGHT_OFFSET_RANGE = f"a number from {-WEIGHT_OFFSET_MAX!r} to {WEIGHT_OFFSET_MAX!r} (finite)"
 
 
 class RMSNormSpec(OpSpec):
     kind: Literal["rmsnorm"] = kind_field("rmsnorm")
     eps: float = Field(default=1e-6, **EPS_FIELD, json_schema_extra=described(f"Added to mean(x²) under the square root: {EPS_RANGE}."))
     weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
+    weight_offset: float = Field(
+        **added_key(0.0), ge=-WEIGHT_OFFSET_MAX, le=WEIGHT_OFFSET_MAX, description=WEIGHT_OFFSET_RANGE,
+        json_schema_extra=described(f"Scale by weight_offset + w instead of w (Gemma: 1.0), in float32; needs weight = true: {WEIGHT_OFFSET_RANGE}."),
+    )
 
 
-def weight_tensor(dtype: str, hidden: int) -> Tensor:
-    return Tensor("Weight", "weight", dtype, (Dim(size=hidden),), "input", "per-column scale w")
+def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    if op.weight_offset and not op.weight:
+        # Without a weight the offset would scale every column by one constant, which no model does: more
+        # likely weight = false was meant for a model without an offset.
+        return [("weight_offset", f"needs weight = true (the offset is added to the weight), got weight_offset = {op.weight_offset!r} with weight = false")]
+    return []
+
+
+def weight_tensor(dtype: str, hidden: int, offset: float = 0.0) -> Tensor:
+    return Tensor("Weight", "weight", dtype, (Dim(size=hidden),), "input", "per-column scale w", offset=offset)
 
 
 def rstd_tensor() -> Tensor:
@@ -41,20 +58,21 @@ STAT = Close(
 RSTD = OutputDecl("rstd", "rstd", "Write the norm's 1/sqrt(var + eps), float32 (M,).", STAT)
 
 
-def sample_weight(draw, shape: tuple[int, ...]):
-    """A per-column weight near 1: a scale that neither cancels the row nor hides its values."""
-    return 1.0 + 0.25 * draw.normal(shape)
+def sample_weight(draw, shape: tuple[int, ...], offset: float = 0.0):
+    """A per-column weight whose scale (offset + w) is near 1: it neither cancels the row nor hides its
+    values. With Gemma's offset 1 the weights themselves are near 0, as Gemma's are."""
+    return 1.0 - offset + 0.25 * draw.normal(shape)
 
 
 
 def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
-    inputs = (weight_tensor(ctx.dtype, ctx.hidden),) if op.weight else ()
+    inputs = (weight_tensor(ctx.dtype, ctx.hidden, op.weight_offset),) if op.weight else ()
     outputs = (rstd_tensor(),) if ctx.outputs.get("rstd") else ()
     return Stage(
         index=index,
         kind="rmsnorm",
-        summary=f"RMSNorm(eps={op.eps!r}, weight={op.weight})",
-        params={"eps": op.eps, "weight": op.weight, "writes_rstd": bool(outputs)},
+        summary=f"RMSNorm(eps={op.eps!r}, weight={op.weight}" + (f", weight_offset={op.weight_offset!r})" if op.weight_offset else ")"),
+        params={"eps": op.eps, "weight": op.weight, "weight_offset": op.weight_offset, "writes_rstd": bool(outputs)},
         inputs=inputs,
         outputs=outputs,
         scratch=(
@@ -68,8 +86,14 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
 SUMSQ = ("sumsq", "sum", "rstd")
 
 
+def _weight(stage: Stage, frame: KernelFrame) -> str:
+    """weight_offset + w in float32; a prefetched weight was staged with the offset added (Tensor.offset)."""
+    weight, offset = frame.column_param("Weight"), stage.params["weight_offset"]
+    return frame.float_with_offset(weight, offset) if offset and not frame.prefetch else weight
+
+
 def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
-    weight = f" * {frame.column_param('Weight')}" if stage.params["weight"] else ""
+    weight = f" * {_weight(stage, frame)}" if stage.params["weight"] else ""
     return f"{value} * rstd[i]{weight}"
 
 
@@ -109,7 +133,7 @@ def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
     """Joint reduction, before the exchange: the sum of squares per warp, and the row times w only."""
     lines = _sumsq_partial(frame)
     if stage.params["weight"]:
-        lines += [f"for i, j in T.Parallel({frame.bm}, {frame.columns}):", f"    row[i, j] = row[i, j] * {frame.column_param('Weight')}"]
+        lines += [f"for i, j in T.Parallel({frame.bm}, {frame.columns}):", f"    row[i, j] = row[i, j] * {_weight(stage, frame)}"]
     return lines
 
 
@@ -153,8 +177,10 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     col = "chunk_start + j"
     weight = ""
     if stage.params["weight"]:
-        load = f'T.cast(Weight[{col}], "float32")'
-        weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * Weight[{col}]"
+        load, in_row = f'T.cast(Weight[{col}], "float32")', f"Weight[{col}]"
+        if stage.params["weight_offset"]:
+            load = in_row = frame.float_with_offset(in_row, stage.params["weight_offset"])
+        weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * {in_row}"
     return [
         f'chunk = T.alloc_fragment(({bm}, {blk_k}), "float32")',
         frame.pin_row_layout("chunk"),
@@ -179,7 +205,8 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
-    weight = " * weight.float()" if stage.params["weight"] else ""
+    offset = stage.params["weight_offset"]
+    weight = (f" * (weight.float() + {literal(offset)})" if offset else " * weight.float()") if stage.params["weight"] else ""
     lines = [
         f"rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + {literal(stage.params['eps'])})",
         f"v = v * rstd{weight}",
@@ -197,8 +224,12 @@ class RMSNorm(Op[RMSNormSpec]):
     outputs = (RSTD,)
     whole_kernel_variants = {"naive": emit_naive, "splitk": emit_splitk}
     joint = JointReduction(provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale)
-    readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true)"
+    readme_keys = (
+        "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true), `weight_offset` (y = x·rstd·(weight_offset + w), "
+        "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, default 0.0; needs `weight`)"
+    )
 
+    check = staticmethod(check)
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
@@ -206,11 +237,11 @@ class RMSNorm(Op[RMSNormSpec]):
     def oracle_step(self, v, op, inputs):
         n = v.shape[1]
         r = 1.0 / ((v * v).sum(dim=1, keepdim=True) / n + op["eps"]).sqrt()
-        w = inputs["weight"].double() if op["weight"] else 1.0
+        w = inputs["weight"].double() + RMSNormSpec.model_validate(op).weight_offset if op["weight"] else 1.0
         return v * r * w, {"rstd": r[:, 0]}
 
     def sample_inputs(self, op, shapes, draw):
-        return {"weight": sample_weight(draw, shapes["weight"])} if op["weight"] else {}
+        return {"weight": sample_weight(draw, shapes["weight"], RMSNormSpec.model_validate(op).weight_offset)} if op["weight"] else {}
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
         return [fragment_vector_store(source, "sumsq_terms", "sum of squares vectorized", min(4, schedule.vector_elems))]
