@@ -100,7 +100,21 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES = {}
+PENDING_GPU_CASES = {
+    # Column-major, TMA-aligned scales (scale_layout = "column"): 1, 3 and 255 tokens pad the column.
+    "quant_column_g128_bf16_7168": case("DeepSeek-V3's activation quant: group 128, scales column-major for the FP8 GEMM", [RMS, quant(128, scale_layout="column")], hidden=7168, outputs={"y": False}),
+    "quant_column_g128_fp16_ue8m0": case("column-major power-of-two scales with Y written", [RMS, rope(64), quant(128, scale="ue8m0", scale_layout="column")], "float16"),
+    "quant_column_token": case("per-token scales in the column layout: one column, strides (1, M padded)", [RMS, quant(scale_layout="column")], "float16", 2048),
+    "quant_column_pinned_block_m4": case("column scales with the token count pinned (999 → stride 1000), 4 rows per block", [quant(128, scale_layout="column")], hidden=1024, tokens=999, schedule={"block_m": 4}),
+    "quant_column_stream_joint": case("column scales from the stream variant with the joint reduction", [RMS, quant(scale_layout="column")], hidden=4096, outputs={"y": False}, schedule={"variant": "stream", "joint_reduction": True}),
+    "quant_column_stream_g128": case("column group scales from the stream variant", [RMS, quant(128, scale_layout="column")], "float16", 4096, schedule={"variant": "stream"}),
+    # Gemma's RMSNorm scales by 1 + w (weight_offset), its weights near 0.
+    "rms_gemma_offset_3840": case("Gemma 3 12B's width: weight_offset 1.0, weight staged with the offset in float32", [{"kind": "rmsnorm", "weight_offset": 1.0}], hidden=3840),
+    "rms_gemma_offset_stream_quant": case("weight_offset staged once per persistent block, then group quant", [{"kind": "rmsnorm", "weight_offset": 1.0}, quant(128)], hidden=2048, schedule={"variant": "stream"}),
+    "rms_gemma_offset_no_prefetch": case("weight_offset added where the weight is read (no staging), joint reduction", [{"kind": "rmsnorm", "weight_offset": 1.0}, quant()], hidden=1000, schedule={"prefetch": False, "joint_reduction": True}),
+    "rms_gemma_offset_splitk": case("weight_offset in split-K's second pass, ragged last chunk", [{"kind": "rmsnorm", "weight_offset": 1.0}], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
+    "rms_gemma_offset_naive": case("weight_offset in the naive variant", [{"kind": "rmsnorm", "weight_offset": -0.5}], "float16", 2048, schedule={"variant": "naive"}),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

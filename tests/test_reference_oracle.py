@@ -28,6 +28,8 @@ EXTRA_SPECS = [
      "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
     {"name": "quant_only", "dtype": "bfloat16", "hidden": 1024, "op": [{"kind": "quant_fp8", "group_size": 32}]},
     {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
+    {"name": "gemma_offset", "dtype": "bfloat16", "hidden": 640,
+     "op": [{"kind": "rmsnorm", "weight_offset": 1.0}, {"kind": "quant_fp8", "group_size": 128, "scale_layout": "column"}]},
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
