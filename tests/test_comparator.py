@@ -9,10 +9,11 @@ import torch
 
 from fusegen import checking
 from fusegen.ops.quant_fp8 import fp8_code_distance
+from fusegen.runtime import TensorSpec
 from fusegen.spec import KernelSpec
 
 FP8 = torch.float8_e5m2
-MODULE = SimpleNamespace(OUTPUTS=[SimpleNamespace(name="q"), SimpleNamespace(name="scale")])
+MODULE = SimpleNamespace(OUTPUTS=[TensorSpec("q", FP8, ("m", 1024)), TensorSpec("scale", torch.float32, ("m", 1))])
 
 
 def quantize(values: torch.Tensor):
