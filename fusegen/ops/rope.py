@@ -63,7 +63,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         )
     else:
         params |= {"pairing": "shared"}
-        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner"),)
+        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner", barrier=True),)
         decision = (
             "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
             "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
@@ -137,7 +137,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {dim // 2}, -1.0, 1.0) * {sin}",
         ]
     return [
-        f'rope_span = T.alloc_shared(({frame.bm}, {dim}), "float32")',
+        frame.alloc("rope_span"),
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
         f"    rope_span[i, j] = {value}",
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
