@@ -68,7 +68,11 @@ def _store_y(plan: Plan, frame: KernelFrame, position: int) -> list[str]:
 
 
 def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
-    return [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+    return [_section(stage), *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+
+
+def _section(stage: Stage, note: str = "") -> str:
+    return f"# --- op[{stage.index}] {escaped(stage.summary)}{note} ---"
 
 
 def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
@@ -85,12 +89,12 @@ def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     assert plan.y_before in (None, closing), "only the closing stage, which does not transform the row, follows Y"
     row_scale = head.partial[2]
     lines = [line for stage in route.stages[:opening] for line in _stage(stage, frame)]
-    lines += [f"# op[{first.index}] {escaped(first.summary)}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
+    lines += [_section(first, f", its factor applied after op[{last.index}]'s amax"), *head.emit_partial(first, frame)]
     for stage in route.stages[opening + 1 : closing]:
         lines += _stage(stage, frame)
     return [
         *lines,
-        f"# op[{last.index}] {escaped(last.summary)}",
+        _section(last),
         *tail.emit_partial(last, frame),
         *frame.exchange((head.partial, tail.partial)),
         *head.emit_finish(first, frame, row_scale),
@@ -245,7 +249,7 @@ def reference_module(plan: Plan) -> str:
     y_line = [f'out["y"] = v.to({TORCH_DTYPE[plan.dtype]})']
     for position, stage in enumerate(plan.stages):
         body += y_line if plan.y_before == position else []
-        body += [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_reference(stage, plan.hidden)]
+        body += [_section(stage), *REGISTRY[stage.kind].emit_reference(stage, plan.hidden)]
     body += y_line if plan.y_before == len(plan.stages) else []
     body.append("return Outputs(**out)")
     lines = [

@@ -129,10 +129,16 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     partner, pair = _pair_terms(stage.params["style"], dim // 2)
     cos, sin = frame.row_param("Cos", pair), frame.row_param("Sin", pair)
     value = f"row[i, {start} + j]"
+    first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
+    sign = [
+        "# Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is",
+        f"# taken with −sin where this column is a ({first_of_pair}) and +sin where it is b.",
+    ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
+            *sign,
             f"for i, j in T.Parallel({frame.bm}, {dim}):",
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {dim // 2}, -1.0, 1.0) * {sin}",
         ]
@@ -140,6 +146,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         frame.alloc("rope_span"),
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
         f"    rope_span[i, j] = {value}",
+        *sign,
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
         f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
     ]
