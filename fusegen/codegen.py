@@ -50,7 +50,7 @@ class KernelFrame:
     streamed: bool = False  # a persistent block looping over tokens (stream_rows); the row is `token`
     buffers: tuple[Scratch, ...] = ()  # the program's planned buffers (Route.scratch): the only ones allocated
 
-    def planned(self, name: str):
+    def planned(self, name: str) -> Scratch:
         """The planned buffer `name`; a buffer the plan does not list is an error."""
         planned = next((b for b in self.buffers if b.name == name), None)
         if planned is None:

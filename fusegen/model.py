@@ -31,7 +31,6 @@ class Dim:
 # column starts 16-byte aligned: the layout DeepGEMM's FP8 GEMMs read scales in with TMA
 # (get_tma_aligned_size: align(M, 16 / element size); 4 float32 tokens).
 TMA_ALIGNMENT_BYTES = 16
-LAYOUTS = ("row", "column")
 
 
 def tokens_per_tma_unit(element_bytes: int) -> int:

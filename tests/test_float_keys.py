@@ -11,6 +11,7 @@ import torch
 from fusegen.errors import SpecError
 from fusegen.ops import FLOAT32_MIN_NORMAL, REGISTRY
 from fusegen.ops.quant_fp8 import AMAX_FLOOR_MAX, AMAX_FLOOR_MIN
+from fusegen.ops.rmsnorm import WEIGHT_OFFSET_MAX
 from fusegen.spec import KernelSpec, parse_spec
 from fusegen.checking import build_variant
 
@@ -23,6 +24,9 @@ FLOAT_KEYS = [
 ]
 # TOML spellings: not a number, infinite, zero, zero or subnormal once rounded to float32, beyond float32.
 UNUSABLE = ["nan", "inf", "-inf", "0.0", "-0.0", "1e-50", repr(2.0**-127), "1e39"]
+ZEROS = ("0.0", "-0.0")
+# Keys whose zero is an ordinary value (the default: no offset); an all-zero row never meets it alone.
+ZERO_ALLOWED = {("rmsnorm", "weight_offset")}
 
 
 def spec_text(kind: str, assignments: str = "") -> str:
@@ -30,12 +34,15 @@ def spec_text(kind: str, assignments: str = "") -> str:
 
 
 def test_every_op_with_a_float_key_is_covered():
-    assert {p.values[:2] for p in FLOAT_KEYS} == {("rmsnorm", "eps"), ("layernorm", "eps"), ("quant_fp8", "amax_floor")}
+    assert {p.values[:2] for p in FLOAT_KEYS} == {("rmsnorm", "eps"), ("rmsnorm", "weight_offset"), ("layernorm", "eps"), ("quant_fp8", "amax_floor")}
 
 
 @pytest.mark.parametrize("kind, key", FLOAT_KEYS)
 @pytest.mark.parametrize("value", UNUSABLE)
 def test_unusable_float_is_refused_with_the_range(kind, key, value):
+    if (kind, key) in ZERO_ALLOWED and value in ZEROS:
+        assert getattr(parse_spec(spec_text(kind, f"{key} = {value}"), "floats.toml").op[0], key) == 0.0
+        return
     with pytest.raises(SpecError) as caught:
         parse_spec(spec_text(kind, f"{key} = {value}"), "floats.toml")
     assert caught.value.key == f"op[0].{key}"
@@ -48,6 +55,8 @@ BOUNDS = [
         pytest.param("quant_fp8", "amax_floor", f'fp8 = "{fp8}"', low, AMAX_FLOOR_MAX, id=f"amax_floor.{fp8}")
         for fp8, low in AMAX_FLOOR_MIN.items()
     ),
+    # The positive half; the negative one mirrors it (the range is symmetric).
+    pytest.param("rmsnorm", "weight_offset", "", FLOAT32_MIN_NORMAL, WEIGHT_OFFSET_MAX, id="weight_offset"),
 ]
 
 

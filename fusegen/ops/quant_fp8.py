@@ -1,6 +1,7 @@
 """FP8 quantisation per group of consecutive columns (or per token):
 scale = max(amax|v|, amax_floor) / fp8_max (ue8m0: rounded up to a power of two),
-q = fp8(clamp(v · (1/scale), −fp8_max, fp8_max)); Scale is float32 (M, hidden / group_size).
+q = fp8(clamp(v · (1/scale), −fp8_max, fp8_max)); Scale is float32 (M, hidden / group_size), contiguous
+or (scale_layout = "column") column-major with the tokens padded to 16 bytes, as FP8 GEMMs read it.
 
 The quotient is a multiply by the group's correctly rounded reciprocal, not a division per element:
 an IEEE division costs ~20 instructions and made the quantising kernels instruction-bound. It

@@ -1,4 +1,4 @@
-"""RMSNorm: r = rsqrt(mean(x²) + eps), v = x · r · w."""
+"""RMSNorm: r = rsqrt(mean(x²) + eps), v = x · r · (weight_offset + w) (weight_offset 0, or Gemma's 1)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -17,10 +17,13 @@ from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, O
 EPS_RANGE = f"a number from {FLOAT32_MIN_NORMAL!r} (2^-126, the smallest normal float32) to 1.0"
 EPS_FIELD = dict(ge=FLOAT32_MIN_NORMAL, le=1.0, description=EPS_RANGE)
 # The offset shifts the weight's origin (Gemma stores w and scales by 1 + w): an offset beyond what a
-# weight of any activation dtype could hold itself (fp16's 65504) is no model's. The bounds also reject
-# nan and inf.
+# weight of any activation dtype could hold itself (fp16's 65504) is no model's. 0 is no offset; a
+# nonzero one below 2^-126 in magnitude would silently be 0 (or flushed) in float32. The bounds also
+# reject nan and inf.
 WEIGHT_OFFSET_MAX = 65504.0
-WEIGHT_OFFSET_RANGE = f"a number from {-WEIGHT_OFFSET_MAX!r} to {WEIGHT_OFFSET_MAX!r} (finite)"
+WEIGHT_OFFSET_RANGE = (
+    f"a number from {-WEIGHT_OFFSET_MAX!r} to {WEIGHT_OFFSET_MAX!r}, 0 or at least {FLOAT32_MIN_NORMAL!r} (2^-126) in magnitude"
+)
 
 
 class RMSNormSpec(OpSpec):
@@ -34,6 +37,8 @@ class RMSNormSpec(OpSpec):
 
 
 def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    if op.weight_offset and abs(op.weight_offset) < FLOAT32_MIN_NORMAL:
+        return [("weight_offset", f"must be {WEIGHT_OFFSET_RANGE}: a smaller offset is 0 in float32, got {op.weight_offset!r}")]
     if op.weight_offset and not op.weight:
         # Without a weight the offset would scale every column by one constant, which no model does: more
         # likely weight = false was meant for a model without an offset.
@@ -235,7 +240,7 @@ class RMSNorm(Op[RMSNormSpec]):
     joint = JointReduction(provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale)
     readme_keys = (
         "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true), `weight_offset` (y = x·rstd·(weight_offset + w), "
-        "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, default 0.0; needs `weight`)"
+        "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, 0 or \\|weight_offset\\| ≥ 2⁻¹²⁶, default 0.0; needs `weight`)"
     )
 
     check = staticmethod(check)
