@@ -68,16 +68,19 @@ class KernelFrame:
         layout = self.layout
         return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
 
-    def pin_row_layout(self, fragment: str) -> str:
+    def pin_row_layout(self, fragment: str, variables: tuple[str, str] = ("i", "j")) -> str:
         """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
         threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
         the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
-        or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
-        flat = f"(i * {self.layout.padded_hidden} + j)"
+        or replicated across threads for block_m > 1 (5–16× slower, still correct). `variables`: the
+        lambda's parameters, named unlike any earlier loop variable (see staged_column_param) where a
+        fragment is pinned after loops."""
+        i, j = variables
+        flat = f"({i} * {self.layout.padded_hidden} + {j})"
         shape = f"({self.bm}, {self.columns})"
         return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda i, j: {self._thread_of(flat)}, "
-            f"forward_index_fn=lambda i, j: {self._index_in_thread(flat, 'j')})}})"
+            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(flat)}, "
+            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(flat, j)})}})"
         )
 
     @staticmethod

@@ -6,7 +6,7 @@ import json
 from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
 from .model import TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor
 from .ops import REGISTRY
-from .plan import joint_span, plan_as_dict
+from .plan import joint_span, plan_as_dict, staged_inputs
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 # The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the
@@ -44,7 +44,7 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
     lines = [f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")', frame.pin_row_layout("row")]
-    side_inputs = tuple(t for stage in route.stages for t in stage.inputs) if schedule.prefetch else ()
+    side_inputs = staged_inputs(route.stages) if schedule.prefetch else ()
     if streamed:
         per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))

@@ -374,12 +374,21 @@ def _ledger(spec: KernelSpec, stages, x: Tensor, y: Tensor | None) -> Ledger:
         alone = f"{stage.kind} alone"
         unfused.append(LedgerLine(alone, current, "read", act, 0))
         unfused += lines_for(alone, stage.inputs, "read") + lines_for(alone, stage.outputs, "write")
-        if REGISTRY[stage.kind].transforms_row:
+        op = REGISTRY[stage.kind]
+        if op.row_output in (t.arg for t in stage.outputs):
+            current = op.row_output
+        elif op.transforms_row:
             current = f"{stage.kind} output"
             unfused.append(LedgerLine(alone, current, "write", act, 0))
     if y is not None:
         fused.append(LedgerLine("fused", "y", "write", act, 0))
     return Ledger(tuple(fused), tuple(unfused))
+
+
+def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
+    """The side inputs a prefetching prologue (or the stream ring) loads next to the row: every stage's
+    inputs but those its op's fragment reads itself (ops.Op.staged_inputs)."""
+    return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
 def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool = False) -> Route:
@@ -389,7 +398,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
         schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
-    side_inputs = tuple(t for s in stages for t in s.inputs)
+    side_inputs = staged_inputs(stages)
     schedule = _with_stream(spec, _with_prefetch(spec, schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()

@@ -28,11 +28,16 @@ EXTRA_SPECS = [
      "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
     {"name": "quant_only", "dtype": "bfloat16", "hidden": 1024, "op": [{"kind": "quant_fp8", "group_size": 32}]},
     {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
+    {"name": "add_rms_quant", "dtype": "bfloat16", "hidden": 512,
+     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm", "eps": 1e-5}, {"kind": "quant_fp8", "group_size": "token"}], "outputs": {"y": False}},
+    {"name": "add_ln", "dtype": "float16", "hidden": 1000, "op": [{"kind": "add_residual"}, {"kind": "layernorm"}], "outputs": {"rstd": True}},
+    {"name": "add_rms_no_stream", "dtype": "float32", "hidden": 256,
+     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm"}], "outputs": {"residual": False}},
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
 Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
-ROW_CHANGING_OPS = ("rmsnorm", "layernorm", "rope")
+ROW_CHANGING_OPS = ("add_residual", "rmsnorm", "layernorm", "rope")
 
 
 def fresh_seed() -> int:
@@ -50,6 +55,8 @@ def outputs_asked_for(spec: dict, tokens: int) -> dict[str, tuple[tuple[int, ...
         writes_y = any(op["kind"] in ROW_CHANGING_OPS for op in spec["op"])
     asked = {"y": ((tokens, hidden), getattr(torch, spec["dtype"]))} if writes_y else {}
     asked |= {stat: ((tokens,), torch.float32) for stat in ("mean", "rstd") if flags.get(stat)}
+    if any(op["kind"] == "add_residual" for op in spec["op"]) and flags.get("residual") is not False:
+        asked["residual_out"] = ((tokens, hidden), getattr(torch, spec["dtype"]))
     for op in (op for op in spec["op"] if op["kind"] == "quant_fp8"):
         group = hidden if op["group_size"] == "token" else op["group_size"]
         fp8 = torch.float8_e5m2 if op.get("fp8") == "e5m2" else torch.float8_e4m3fn
@@ -75,6 +82,9 @@ def test_reference_matches_float64_oracle(spec, scratch):
     if "y" in got:
         rel = Y_TOLERANCE[spec["dtype"]]
         torch.testing.assert_close(got["y"].double(), want["y"], rtol=rel, atol=rel)
+    if "residual_out" in got:
+        # One rounding of a sum float64 holds exactly: the reference's float32 sum rounds to the same value.
+        assert torch.equal(got["residual_out"], want["residual_out"])
     for stat in ("mean", "rstd"):
         if stat in got:
             torch.testing.assert_close(got[stat].double(), want[stat], rtol=1e-5, atol=1e-6)
