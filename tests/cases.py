@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fusegen.tuning import TunedRoute
 
+ADD = {"kind": "add_residual"}
 RMS = {"kind": "rmsnorm"}
 LN = {"kind": "layernorm"}
 
@@ -100,7 +101,15 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES = {}
+PENDING_GPU_CASES = {
+    # The residual add before the norm (every decoder layer of Llama, Qwen, DeepSeek).
+    "add_rms_quant_token_bf16": case("residual add → RMSNorm → per-token e4m3 at Llama-3.1-8B's width: residual_out, Q, Scale", [ADD, RMS, quant()], outputs={"y": False}),
+    "add_rms_y_fp16": case("residual add → RMSNorm with Y and residual_out (test_add_residual runs it in place too)", [ADD, RMS], "float16"),
+    "add_ln_padded_block_m2": case("residual add → LayerNorm on a padded row (1000 → 1024), two rows per block: masked residual loads and stores, Mean", [ADD, LN], hidden=1000, outputs={"mean": True}, schedule={"block_m": 2}),
+    "add_fp32_no_residual_out": case("float32 stream (no rounding), residual_out off: only Y leaves", [ADD, RMS], "float32", 2048, outputs={"residual": False}),
+    "add_joint_fragment_7168": case("residual add before a joint reduction (fragment, weight staged): the add runs ahead of the norm's partials", [ADD, RMS, quant()], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True}),
+    "add_stream_joint_rope": case("residual add in the stream variant, read in place beside the ring, joint reduction, RoPE", [ADD, RMS, rope(64), quant()], outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
