@@ -17,7 +17,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Literal, Optional, Union, get_args, get_origin
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model, model_serializer
 from pydantic.fields import FieldInfo
 
 from .errors import ChainError, SpecError, did_you_mean, shown
@@ -38,16 +38,29 @@ NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at
 MAX_SPEC_BYTES = 64 * 1024
 
 
-# Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default,
-# or, where the declaration says so, unset (None) until KernelSpec.requests reads the chain.
+# Flags whose default depends on the chain (ops.OutputDecl.default): unset (None) until KernelSpec.requests
+# reads the chain.
+CHAIN_DEFAULT_FLAGS = frozenset(flag for flag, out in output_flags().items() if out.default)
+
+
+class _OutputFlags(Strict):
+    @model_serializer(mode="wrap")
+    def _unset_chain_defaults_left_out(self, handler):
+        # A spec that leaves such a flag unset dumps as it did before the flag existed, so its content
+        # hash (the identity) and its tuning key (tuning.problem_of) stay what they were.
+        return {key: value for key, value in handler(self).items() if not (value is None and key in CHAIN_DEFAULT_FLAGS)}
+
+
+# Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default
+# or defaulting by the chain (CHAIN_DEFAULT_FLAGS).
 Outputs = create_model(
     "Outputs",
-    __base__=Strict,
+    __base__=_OutputFlags,
     y=(Optional[bool], Field(default=None, json_schema_extra=described(
         "Write Y, the row after the last op that changes it (default: when the chain changes the row)."
     ))),
     **{
-        flag: (Optional[bool], Field(default=None, json_schema_extra=described(out.doc))) if out.default
+        flag: (Optional[bool], Field(default=None, json_schema_extra=described(out.doc))) if flag in CHAIN_DEFAULT_FLAGS
         else (bool, Field(default=False, json_schema_extra=described(out.doc)))
         for flag, out in output_flags().items()
     },
