@@ -187,7 +187,7 @@ def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tens
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    per_column = sum(1 for t in side_inputs if not t.shape[0].tokens)
+    per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
     how = (
         "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
@@ -217,7 +217,7 @@ DEFAULT_RING_SLOTS = 2
 def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
     """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
     layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
-    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
+    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.per_token_row) if schedule.prefetch else 0
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
@@ -401,9 +401,10 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     if schedule.prefetch:
         scratch += tuple(
             Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")
-            if t.shape[0].tokens
+            if t.per_token_row
             else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), t.dtype, f"{t.arg} in the row's thread layout, loaded with the row")
             for t in side_inputs
+            if t.per_token_row or t.per_column
         )
     scratch += tuple(b for s in stages for b in s.scratch)
     schedule = _with_joint_reduction(spec, schedule, stages)

@@ -106,11 +106,15 @@ class OutputDecl:
 
 
 class Draw(Protocol):
-    """Fresh random tensors from one seeded generator (float32, on the CPU)."""
+    """Fresh random tensors from one seeded generator (float32 unless said otherwise, on the CPU)."""
 
     def normal(self, shape: tuple[int, ...]) -> torch.Tensor: ...
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor: ...
+
+    def integers(self, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """int64 values uniform in [0, high)."""
+        ...
 
 
 WholeKernel = Callable[[Stage, "KernelFrame", str], list[str]]  # (stage, frame, activation dtype) -> lines
