@@ -44,7 +44,7 @@ class RopeSpec(OpSpec):
         "and cos_sin_cache (max_position, rope_dim) float32, cos in the first half of a row, sin in the second (vLLM's layout)."
     ))
     max_position: Optional[int] = Field(
-        default=None, ge=1, le=MAX_POSITION, description=f"an integer from 1 to {MAX_POSITION} (2^24), with source = \"cache\" only",
+        default=None, ge=1, le=MAX_POSITION, description=f"an integer from 1 to {MAX_POSITION} (2^24)",
         json_schema_extra=described("Rows of cos_sin_cache (source = \"cache\"): positions lie in [0, max_position)."),
     )
 
