@@ -234,6 +234,18 @@ def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
     )
 
 
+def check_cache_gather(source: str) -> Check:
+    """Every read of cos_sin_cache (a load or a cp.async) is addressed by the token's position, so the
+    kernel reads the M rows the ledger counts, never the table by token index."""
+    reads = [line for line in source.splitlines() if "CosSinCache[" in line]
+    gathered = [line for line in reads if "Positions[" in line]
+    return Check(
+        "RoPE cache read at the tokens' positions",
+        bool(reads) and len(gathered) == len(reads),
+        f"{len(gathered)} of {len(reads)} cos_sin_cache read(s) indexed by Positions",
+    )
+
+
 class Rope(Op[RopeSpec]):
     kind = "rope"
     spec = RopeSpec
@@ -242,7 +254,8 @@ class Rope(Op[RopeSpec]):
     linear = True
     readme_keys = (
         "`rope_dim` (even, ≤ hidden), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
-        "\\| `gptj` (pair 2p, 2p+1)"
+        "\\| `gptj` (pair 2p, 2p+1), `source` = `per_token` (inputs cos, sin) \\| `cache` (inputs positions, cos_sin_cache), "
+        "`max_position` (1 … 2²⁴, max_position · rope_dim < 2³¹; required with cache)"
     )
     check = staticmethod(check)
     plan = staticmethod(plan)
@@ -292,7 +305,10 @@ class Rope(Op[RopeSpec]):
         return {"positions": positions, "cos_sin_cache": torch.cat([angle.cos(), angle.sin()], dim=-1).float()}
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
-        return [check_pairing(source, stage.params, schedule.vector_elems)]
+        checks = [check_pairing(source, stage.params, schedule.vector_elems)]
+        if stage.params["source"] == "cache":
+            checks.append(check_cache_gather(source))
+        return checks
 
     def small_variant(self, op, hidden):
         small = {**op, "rope_dim": SMALL_ROPE_DIM}
