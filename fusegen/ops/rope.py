@@ -10,7 +10,7 @@ import math
 import re
 from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from ..codegen import KernelFrame
 from ..cuda_checks import Check
@@ -48,6 +48,16 @@ class RopeSpec(OpSpec):
         json_schema_extra=described("Rows of cos_sin_cache (source = \"cache\"): positions lie in [0, max_position)."),
     )
 
+    @model_serializer(mode="wrap")
+    def _without_per_token_defaults(self, handler):
+        # A per-token RoPE serialises as before source existed: the canonical spec keys the kernel's
+        # identity and its tuning.json entries, which the GPU measured and this machine cannot redo.
+        data = handler(self)
+        if self.source == "per_token":
+            data.pop("source", None)
+            data.pop("max_position", None)
+        return data
+
 
 def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     problems = []
@@ -72,6 +82,12 @@ def span_start(op_params: dict, hidden: int) -> int:
     return hidden - op_params["rope_dim"] if op_params["span"] == "tail" else 0
 
 
+def is_cached(op_params: dict) -> bool:
+    """Whether a spec's JSON form or a stage's params read cos/sin from the cache (a per-token RoPE
+    carries no source key: RopeSpec's serialiser)."""
+    return op_params.get("source") == "cache"
+
+
 def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
     """The kernel inputs cos/sin come from, in the contract's order."""
     if op.source == "cache":
@@ -91,7 +107,9 @@ def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
 
 
 def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
-    params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style, "source": op.source, "max_position": op.max_position}
+    params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style}
+    if op.source == "cache":
+        params |= {"source": op.source, "max_position": op.max_position}
     start = span_start(params, ctx.hidden)
     shuffle = shuffle_pairing(params, ctx.layout)
     if shuffle is not None:
@@ -166,7 +184,7 @@ def _pair_terms(style: str, half: int) -> tuple[str, str]:
 
 
 def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
-    if stage.params["source"] == "cache":
+    if is_cached(stage.params):
         half = stage.params["rope_dim"] // 2
         return (
             frame.row_param("CosSinCache", pair, index="Positions"),
@@ -201,7 +219,7 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     dim = stage.params["rope_dim"]
     start = span_start(stage.params, hidden)
     half = dim // 2
-    gather = [f"cos, sin = cos_sin_cache[positions, :{half}], cos_sin_cache[positions, {half}:]"] if stage.params["source"] == "cache" else []
+    gather = [f"cos, sin = cos_sin_cache[positions, :{half}], cos_sin_cache[positions, {half}:]"] if is_cached(stage.params) else []
     if stage.params["style"] == "neox":
         split = [f"first, second = span[:, :{half}], span[:, {half}:]"]
         join = "torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)"
@@ -279,7 +297,7 @@ class Rope(Op[RopeSpec]):
         """(cos, sin) float64 (M, rope_dim/2): the inputs, or row positions[r] of the cache for token r."""
         import torch
 
-        if op["source"] == "per_token":
+        if not is_cached(op):
             return inputs["cos"].double(), inputs["sin"].double()
         half, cache, positions = op["rope_dim"] // 2, inputs["cos_sin_cache"].double(), inputs["positions"]
         rows = [cache[int(positions[r])] for r in range(positions.shape[0])]
@@ -291,7 +309,7 @@ class Rope(Op[RopeSpec]):
         """cos and sin of real angles, so each pair rotates without scaling. The cache holds a model's
         real table, cos(p·θ_j) | sin(p·θ_j) with θ_j = base^(-2j/d); positions are random, the first
         and last token at the cache's edges 0 and max_position − 1, where an off-by-one shows."""
-        if op["source"] == "per_token":
+        if not is_cached(op):
             angle = draw.uniform(shapes["cos"]) * (2 * math.pi)
             return {"cos": angle.cos(), "sin": angle.sin()}
         import torch
@@ -306,13 +324,13 @@ class Rope(Op[RopeSpec]):
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
         checks = [check_pairing(source, stage.params, schedule.vector_elems)]
-        if stage.params["source"] == "cache":
+        if is_cached(stage.params):
             checks.append(check_cache_gather(source))
         return checks
 
     def small_variant(self, op, hidden):
         small = {**op, "rope_dim": SMALL_ROPE_DIM}
-        if op["source"] == "cache":
+        if is_cached(op):
             small["max_position"] = min(op["max_position"], SMALL_MAX_POSITION)
         return small
 
