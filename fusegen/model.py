@@ -74,13 +74,26 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Scratch:
-    """On-chip storage a stage allocates: registers (fragment) or shared memory."""
+    """On-chip storage a kernel allocates: registers (fragment) or shared memory. The planner lists every
+    buffer of a program (Route.scratch); the emitters allocate only those, by name."""
 
     name: str
     scope: str  # "fragment" | "shared"
     shape: tuple[int, ...]
     dtype: str
     why: str
+    owner: str = ""  # "kernel" or the stage that uses it ("op[0] rmsnorm"); set by the planner
+    barrier: bool = False  # threads read what other threads wrote here: one barrier per row
+
+
+def partial_buffers(name: str) -> tuple[str, str]:
+    """A row reduction's per-thread partials: (per vector chunk and thread, per thread then per warp)."""
+    return f"{name}_lanes", f"{name}_thread"
+
+
+def exchange_buffer(names: tuple[str, ...]) -> str:
+    """The shared array through which the warps' partials of these reductions meet."""
+    return "_".join(names) + "_warps"
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,7 @@ class Reduction:
     source: str
     result: str
     axis: str  # "row" or "group of N columns"
+    partials: str | None = None  # crosses the warps: names its partial buffers (partial_buffers) and exchange
 
 
 @dataclass(frozen=True)
@@ -205,8 +219,15 @@ class Route(TokenRange):
 
     schedule: Schedule
     stages: tuple[Stage, ...]
-    scratch: tuple[Scratch, ...]
+    scratch: tuple[Scratch, ...]  # every buffer the program allocates
     origin: str  # where the schedule came from: the planner's rules or a tuning measurement
+
+    @property
+    def barriers_per_row(self) -> int:
+        return sum(b.barrier for b in self.scratch)
+
+    def buffer(self, name: str) -> Scratch:
+        return next(b for b in self.scratch if b.name == name)
 
 
 @dataclass(frozen=True)
@@ -224,6 +245,9 @@ class Plan:
     ledger: Ledger
     ledger_tokens: int
     writes_y: bool
+    # Y is stored before the stage at this position (len(stages): after the last); None when not written.
+    # The kernel, its joint-reduction body and the reference all store it there.
+    y_before: int | None
     spec: dict  # the validated spec, canonical JSON form (variants for tests are derived from it)
 
     @property

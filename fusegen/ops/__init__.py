@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Opt
 
 from pydantic import Field
 
-from ..model import Layout, Schedule, Stage
+from ..model import Layout, Schedule, Scratch, Stage
 from ..strict import Strict
 
 if TYPE_CHECKING:
@@ -171,6 +171,10 @@ class Op(ABC, Generic[S]):
 
     @abstractmethod
     def emit_reference(self, stage: Stage, hidden: int) -> list[str]: ...
+
+    def variant_scratch(self, variant: str, stage: Stage, layout: Layout, dtype: str) -> tuple[Scratch, ...]:
+        """The buffers of a whole-kernel variant (naive, splitk) beyond the stage's own scratch."""
+        return ()
 
     def columns_multiple_of(self, op: S) -> int:
         """The padded row must be a multiple of this."""

@@ -123,7 +123,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         )
     else:
         params |= {"pairing": "shared"}
-        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner"),)
+        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner", barrier=True),)
         decision = (
             "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
             "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
@@ -199,17 +199,24 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     partner, pair = _pair_terms(stage.params["style"], dim // 2)
     cos, sin = _cos_sin(stage, frame, pair)
     value = f"row[i, {start} + j]"
+    first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
+    sign = [
+        "# Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is",
+        f"# taken with −sin where this column is a ({first_of_pair}) and +sin where it is b.",
+    ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
+            *sign,
             f"for i, j in T.Parallel({frame.bm}, {dim}):",
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {dim // 2}, -1.0, 1.0) * {sin}",
         ]
     return [
-        f'rope_span = T.alloc_shared(({frame.bm}, {dim}), "float32")',
+        frame.alloc("rope_span"),
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
         f"    rope_span[i, j] = {value}",
+        *sign,
         f"for i, j in T.Parallel({frame.bm}, {dim}):",
         f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
     ]
