@@ -1,4 +1,5 @@
-"""The planner: spec in, plain data out (stages, buffers, reductions, schedule, ledger). No text here."""
+"""The planner: spec in, plain data out — stages, every buffer and barrier a row costs, reductions, the
+schedule and why, routes per token range, the ledger, the identity. No text here."""
 from __future__ import annotations
 
 import hashlib

@@ -186,7 +186,7 @@ class Op(ABC, Generic[S]):
 
     @abstractmethod
     def oracle_step(self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The float64 oracle (oracle.py): design.md's formula for this op, written from the formula with
+        """The float64 oracle (oracle.py): the README's formula for this op (Numerics), written with
         explicit index arithmetic, not the reference's tensor idioms. `op`: the op's validated spec as
         JSON data. Returns the row handed on and the op's outputs (with anything a tolerance needs)."""
 
