@@ -12,6 +12,8 @@ from .errors import SPEC_ERROR_EXIT, SpecError, UsageError, one_line
 
 # The shell's status for a command stopped by SIGINT (128 + 2).
 INTERRUPTED_EXIT = 130
+# A build whose compiled CUDA contradicts its plan (a fusegen bug, not the spec's): like a crash, 1.
+CUDA_CHECK_FAILED_EXIT = 1
 
 
 def _report_errors(errors: list[SpecError]) -> int:
@@ -87,7 +89,9 @@ def cmd_build(args) -> int:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
     print(one_line(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}") + (f"; {failing} CUDA check(s) failed" if failing else ""))
-    return 0
+    # The kernels are written (their CUDA is what a person reads to see why), but a failed check means
+    # fusegen planned one thing and TileLang emitted another: a script or CI must not take it for success.
+    return CUDA_CHECK_FAILED_EXIT if failing else 0
 
 
 def cmd_plan(args) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Layout
+from .model import Layout, Scratch, exchange_buffer, partial_buffers
 
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
@@ -48,6 +48,14 @@ class KernelFrame:
     tokens: str  # "m" (dynamic) or the pinned count
     prefetch: bool = False  # side inputs were staged by the prologue (staged_column_param, staged_row_param)
     streamed: bool = False  # a persistent block looping over tokens (stream_rows); the row is `token`
+    buffers: tuple[Scratch, ...] = ()  # the program's planned buffers (Route.scratch): the only ones allocated
+
+    def alloc(self, name: str) -> str:
+        """The allocation of the planned buffer `name`; a buffer the plan does not list is an error."""
+        planned = next((b for b in self.buffers if b.name == name), None)
+        if planned is None:
+            raise KeyError(f"buffer {name!r} is not in the plan")
+        return f"{name} = T.alloc_{planned.scope}({planned.shape}, {string_literal(planned.dtype)})"
 
     @property
     def bm(self) -> int:
@@ -88,13 +96,13 @@ class KernelFrame:
         return f"{param.lower()}_staged"
 
     def stage_inputs(self, tensors) -> list[str]:
-        """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) into shared memory,
-        per-column ones (hidden,) into registers."""
+        """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) and gathered table rows
+        into shared memory, per-column ones (hidden,) into registers; an index is read by its table's load."""
         lines = []
         for t in tensors:
-            if t.shape[0].tokens:
-                lines += self.staged_row_param(t.param, t.shape[1].size)
-            else:
+            if t.per_token_row:
+                lines += self.staged_row_param(t.param, t.shape[1].size, t.index)
+            elif t.per_column:
                 lines += self.staged_column_param(t.param, t.dtype)
         return lines
 
@@ -107,7 +115,7 @@ class KernelFrame:
         if self.layout.pads_columns:
             load = f"T.if_then_else(j < {self.hidden}, {load}, T.cast(0, {string_literal(dtype)}))"
         return [
-            f"{name} = T.alloc_fragment(({cols},), {string_literal(dtype)})",
+            self.alloc(name),
             # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
             # that variable, used outside its loop.
             f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
@@ -116,14 +124,14 @@ class KernelFrame:
             f"    {name}[j] = {load}",
         ]
 
-    def staged_row_param(self, param: str, width: int) -> list[str]:
-        """Prologue: a per-token parameter of `width` floats per row into shared memory; TileLang puts
-        the barrier before its first read."""
+    def staged_row_param(self, param: str, width: int, index: str | None = None) -> list[str]:
+        """Prologue: a per-token parameter of `width` floats per row (or the row of table `param` that
+        `index` names) into shared memory; TileLang puts the barrier before its first read."""
         name = self.staged(param)
         return [
-            f'{name} = T.alloc_shared(({self.bm}, {width}), "float32")',
+            self.alloc(name),
             f"for i, j in T.Parallel({self.bm}, {width}):",
-            f"    {name}[i, j] = {self._row_load(param, 'j', 'i')}",
+            f"    {name}[i, j] = {self._row_load(param, 'j', 'i', index)}",
         ]
 
     def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:
@@ -142,13 +150,14 @@ class KernelFrame:
         chunks = layout.padded_hidden // (layout.vector * layout.threads)
         bm, threads = self.bm, layout.threads
         across = _ACROSS[op]
+        lanes, thread = partial_buffers(name)
         return [
-            f'{name}_lanes = T.alloc_fragment(({bm}, {chunks}, {threads}), "float32")',
-            f'{name}_thread = T.alloc_fragment(({bm}, {threads}), "float32")',
-            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {name}_lanes, dim=3)",
-            f"T.reduce_{across}({name}_lanes, {name}_thread, dim=1)",
+            self.alloc(lanes),
+            self.alloc(thread),
+            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {lanes}, dim=3)",
+            f"T.reduce_{across}({lanes}, {thread}, dim=1)",
             f"for i, t in T.Parallel({bm}, {threads}):",
-            f"    {name}_thread[i, t] = T.warp_reduce_{across}({name}_thread[i, t])",
+            f"    {thread}[i, t] = T.warp_reduce_{across}({thread}[i, t])",
         ]
 
     def exchange(self, partials) -> list[str]:
@@ -156,12 +165,12 @@ class KernelFrame:
         shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
         warps = max(1, self.layout.threads // 32)
         bm, threads = self.bm, self.layout.threads
-        shared = "_".join(name for name, _, _ in partials) + "_warps"
+        shared = exchange_buffer(tuple(name for name, _, _ in partials))
         lines = [
-            f'{shared} = T.alloc_shared(({bm}, {len(partials)}, {warps}), "float32")',
+            self.alloc(shared),
             f"for i, t in T.Parallel({bm}, {threads}):",
             "    if t % 32 == 0:",
-            *(f"        {shared}[i, {k}, t // 32] = {name}_thread[i, t]" for k, (name, _, _) in enumerate(partials)),
+            *(f"        {shared}[i, {k}, t // 32] = {partial_buffers(name)[1]}[i, t]" for k, (name, _, _) in enumerate(partials)),
             f"for i in T.Parallel({bm}):",
             *(f"    {result}[i] = {shared}[i, {k}, 0]" for k, (_, _, result) in enumerate(partials)),
             f"    for w in T.serial(1, {warps}):",
@@ -177,7 +186,7 @@ class KernelFrame:
             return "token"
         return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
 
-    def stream_rows(self, x_dtype: str, per_token, blocks_per_sm: int, slots: int) -> list[str]:
+    def stream_rows(self, per_token, blocks_per_sm: int, slots: int) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
         STREAM_GRID); while
         one row is reduced the next slots − 1 rows' cp.async copies (X and, prefetched, the per-token side
@@ -185,10 +194,13 @@ class KernelFrame:
         of cp.async groups (empty ones past the last token), so waiting for all but the newest
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
         the chain 4 spaces under it."""
-        rings = [("X", "x_ring", self.hidden)] + [(t.param, self.staged(t.param), t.shape[1].size) for t in per_token]
+        rings = [("X", "x_ring", self.hidden, None)] + [(t.param, self.staged(t.param), t.shape[1].size, t.index) for t in per_token]
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
-            copies = [f"T.async_copy({param}[{token}, 0:{width}], {ring}[{slot}, 0:{width}])" for param, ring, width in rings]
+            copies = [
+                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{width}], {ring}[{slot}, 0:{width}])"
+                for param, ring, width, index in rings
+            ]
             if not guarded:
                 return copies
             empty = ["T.ptx_commit_group()"] * len(rings)
@@ -201,8 +213,7 @@ class KernelFrame:
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
-            f"x_ring = T.alloc_shared(({slots}, {self.columns}), {string_literal(x_dtype)})",
-            *(f'{ring} = T.alloc_shared(({slots}, {width}), "float32")' for _, ring, width in rings[1:]),
+            *(self.alloc(ring) for _, ring, _, _ in rings),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
             *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
@@ -228,14 +239,16 @@ class KernelFrame:
             return f'T.if_then_else({col} < {self.hidden}, T.cast({param}[{col}], "float32"), 0.0)'
         return f"{param}[{col}]"
 
-    def row_param(self, param: str, col: str, i: str = "i") -> str:
-        """A per-token parameter (cos, sin); rows past the last token read nothing."""
+    def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:
+        """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
+        rows past the last token read nothing."""
         if self.prefetch:
             return f"{self.staged(param)}[{'slot' if self.streamed else i}, {col}]"
-        return self._row_load(param, col, i)
+        return self._row_load(param, col, i, index)
 
-    def _row_load(self, param: str, col: str, i: str) -> str:
-        load = f"{param}[{self.token(i)}, {col}]"
+    def _row_load(self, param: str, col: str, i: str, index: str | None = None) -> str:
+        row = f"{index}[{self.token(i)}]" if index else self.token(i)
+        load = f"{param}[{row}, {col}]"
         if self.rows_may_overhang:
             return f"T.if_then_else({self.token(i)} < {self.tokens}, {load}, 0.0)"
         return load

@@ -32,9 +32,18 @@ def describe_plan(p: Plan) -> str:
         out.append(f"  op[{st.index}] {st.summary}")
         out += [f"      reduction {r.name}: {r.op} of {r.source} over {r.axis} → {r.result}" for r in st.reductions]
         out += [f"      - {d}" for d in st.decisions]
+    if p.y_before is not None:
+        at = f"before op[{p.stages[p.y_before].index}]" if p.y_before < len(p.stages) else "after the last op"
+        out.append(f"  Y stored {at}: the row is final there")
     out += ["", "buffers"]
     out += [f"  global  {t.role:<6} {t.param:<7} {_shape(t.shape):<12} {t.dtype:<14} {t.doc}" for t in (*p.inputs, *p.outputs)]
-    out += [f"  {b.scope:<7} scratch {b.name:<12} {str(b.shape):<12} {b.dtype:<14} {b.why}" for b in p.primary.scratch]
+    for index, served in enumerate(p.programs):
+        route = served[0]
+        out += ["", f"  program_{index} allocates (every buffer; {route.barriers_per_row} barrier(s) per row, one per shared buffer marked |):"]
+        out += [
+            f"  {b.scope:<8}{'|' if b.barrier else ' '} {b.name:<22} {str(b.shape):<16} {b.dtype:<14} {b.owner:<16} {b.why}"
+            for b in route.scratch
+        ]
     out += ["", f"ledger at {m} tokens (every input read once, every output written once)"]
     for label, lines, total in (("fused", p.ledger.fused, fused), ("unfused", p.ledger.unfused, unfused)):
         out.append(f"  {label}: {total / 1e6:.1f} MB")

@@ -39,62 +39,66 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     """Lines inside `with T.Kernel(...) as block:`."""
     schedule = route.schedule
     streamed = schedule.variant == "stream"
-    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed)
+    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch)
     if not schedule.builds_row:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
-    lines = [f'row = T.alloc_fragment(({frame.bm}, {frame.columns}), "float32")', frame.pin_row_layout("row")]
+    lines = [frame.alloc("row"), frame.pin_row_layout("row")]
     side_inputs = staged_inputs(route.stages) if schedule.prefetch else ()
     if streamed:
-        per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
-        lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))
-        lines += frame.stream_rows(plan.dtype, per_token, schedule.blocks_per_sm, schedule.ring_slots)
+        per_token = tuple(t for t in side_inputs if t.per_token_row)
+        lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
+        lines += frame.stream_rows(per_token, schedule.blocks_per_sm, schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
     return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
-    """The ops on the loaded row, Y stored once the row is final."""
-    store_y = [f"T.copy(row, Y[{frame.token('0')}, 0])"] if plan.writes_y else []
+    """The ops on the loaded row, Y stored where the plan puts it (Plan.y_before)."""
     if route.schedule.joint_reduction:
-        return _joint_body(route, frame, store_y)
+        return _joint_body(plan, route, frame)
     lines = []
-    y_stored = False
-    for stage in route.stages:
-        if not REGISTRY[stage.kind].transforms_row and not y_stored:
-            lines += store_y
-            y_stored = True
-        lines += _stage(stage, frame)
-    return lines if y_stored else lines + store_y
+    for position, stage in enumerate(route.stages):
+        lines += _store_y(plan, frame, position) + _stage(stage, frame)
+    return lines + _store_y(plan, frame, len(route.stages))
+
+
+def _store_y(plan: Plan, frame: KernelFrame, position: int) -> list[str]:
+    return [f"T.copy(row, Y[{frame.token('0')}, 0])"] if plan.y_before == position else []
 
 
 def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
-    return [f"# op[{stage.index}] {escaped(stage.summary)}", *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+    return [_section(stage), *REGISTRY[stage.kind].emit_kernel(stage, frame)]
 
 
-def _joint_body(route: Route, frame: KernelFrame, store_y: list[str]) -> list[str]:
+def _section(stage: Stage, note: str = "") -> str:
+    return f"# --- op[{stage.index}] {escaped(stage.summary)}{note} ---"
+
+
+def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     """The chain with the stage that yields a per-row factor (the norm) and the last stage sharing one
     exchange (ops.JointReduction): the stages before the norm as usual, then both reductions' warp
-    partials, one exchange, the factor applied (the row is final here, so Y is stored) and the last
-    stage finished with that factor."""
+    partials, one exchange, the factor applied (the row is final here: the last stage does not transform
+    it, so the plan stores Y before it) and the last stage finished with that factor."""
     span = joint_span(route.stages)
     assert span is not None, "the planner turns the joint reduction on only where the chain has a joint span"
     opening, closing = span
     first, last = route.stages[opening], route.stages[closing]
     head, tail = REGISTRY[first.kind].joint, REGISTRY[last.kind].joint
     assert head is not None and tail is not None
+    assert plan.y_before in (None, closing), "only the closing stage, which does not transform the row, follows Y"
     row_scale = head.partial[2]
     lines = [line for stage in route.stages[:opening] for line in _stage(stage, frame)]
-    lines += [f"# op[{first.index}] {escaped(first.summary)}, its factor applied after op[{last.index}]'s amax", *head.emit_partial(first, frame)]
+    lines += [_section(first, f", its factor applied after op[{last.index}]'s amax"), *head.emit_partial(first, frame)]
     for stage in route.stages[opening + 1 : closing]:
         lines += _stage(stage, frame)
     return [
         *lines,
-        f"# op[{last.index}] {escaped(last.summary)}",
+        _section(last),
         *tail.emit_partial(last, frame),
         *frame.exchange((head.partial, tail.partial)),
         *head.emit_finish(first, frame, row_scale),
-        *store_y,
+        *_store_y(plan, frame, closing),
         *tail.emit_finish(last, frame, row_scale),
     ]
 
@@ -142,11 +146,17 @@ def one_line_docstring(text: str) -> str:
     return f'"""{escaped(text)}"""'
 
 
-def _tensor_spec(t: Tensor) -> str:
+def _tensor_spec(t: Tensor, bound: int | None = None) -> str:
     dims = ", ".join('"m"' if d.tokens else str(d.size) for d in t.shape)
     if len(t.shape) == 1:
         dims += ","
-    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}))"
+    bound_arg = f", {bound}" if bound is not None else ""
+    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}){bound_arg})"
+
+
+def _index_bounds(tensors: tuple[Tensor, ...]) -> dict[str, int]:
+    """Index input param -> the rows of the table it indexes: its values must lie in [0, rows)."""
+    return {t.index: t.shape[0].size for t in tensors if t.index is not None}
 
 
 def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
@@ -201,7 +211,7 @@ def kernel_module(plan: Plan) -> str:
         f"HIDDEN = {plan.hidden}",
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
-        f"INPUTS = ({', '.join(_tensor_spec(t) for t in plan.inputs)},)",
+        f"INPUTS = ({', '.join(_tensor_spec(t, _index_bounds(plan.inputs).get(t.param)) for t in plan.inputs)},)",
         f"OUTPUTS = ({', '.join(_tensor_spec(t) for t in plan.outputs)},)",
         "Outputs = output_tuple(OUTPUTS)",
         "",
@@ -242,16 +252,11 @@ def program_sources(kernel_cu_text: str) -> list[str]:
 def reference_module(plan: Plan) -> str:
     args = ", ".join(t.arg for t in plan.inputs)
     body = ["out = {}", "v = x.float()"]
-    y_stored = not plan.writes_y
-    y_line = f'out["y"] = v.to({TORCH_DTYPE[plan.dtype]})'
-    for stage in plan.stages:
-        op = REGISTRY[stage.kind]
-        if not op.transforms_row and not y_stored:
-            body.append(y_line)
-            y_stored = True
-        body += [f"# op[{stage.index}] {escaped(stage.summary)}", *op.emit_reference(stage, plan.hidden)]
-    if not y_stored:
-        body.append(y_line)
+    y_line = [f'out["y"] = v.to({TORCH_DTYPE[plan.dtype]})']
+    for position, stage in enumerate(plan.stages):
+        body += y_line if plan.y_before == position else []
+        body += [_section(stage), *REGISTRY[stage.kind].emit_reference(stage, plan.hidden)]
+    body += y_line if plan.y_before == len(plan.stages) else []
     body.append("return Outputs(**out)")
     lines = [
         *header(plan).splitlines(),

@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Bytes per element of every dtype a kernel reads or writes.
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1, "int64": 8}
 TORCH_DTYPE = {
     "float16": "torch.float16",
     "bfloat16": "torch.bfloat16",
     "float32": "torch.float32",
     "float8_e4m3fn": "torch.float8_e4m3fn",
     "float8_e5m2": "torch.float8_e5m2",
+    "int64": "torch.int64",
 }
 
 
@@ -37,8 +38,24 @@ class Tensor:
     shape: tuple[Dim, ...]
     role: str  # "input" | "output"
     doc: str
+    # A table (rows, width) read at one row per token, the row that the (M,) int64 input of this param
+    # names (RoPE's cos_sin_cache at each token's position); None: read whole or per token as shaped.
+    index: str | None = None
+
+    @property
+    def per_token_row(self) -> bool:
+        """A kernel reads `width` values of this input for each token (a per-token row or a gathered
+        table row), staged in shared memory when prefetched; otherwise per-column or an index."""
+        return len(self.shape) == 2 and (self.shape[0].tokens or self.index is not None)
+
+    @property
+    def per_column(self) -> bool:
+        return not self.shape[0].tokens and self.index is None
 
     def bytes_per_token(self) -> int:
+        if self.index is not None:
+            # Only the rows the tokens name leave DRAM, however many positions the table holds.
+            return self.shape[1].size * DTYPE_BYTES[self.dtype]
         if not any(d.tokens for d in self.shape):
             return 0
         count = 1
@@ -47,7 +64,7 @@ class Tensor:
         return count * DTYPE_BYTES[self.dtype]
 
     def fixed_bytes(self) -> int:
-        if any(d.tokens for d in self.shape):
+        if self.index is not None or any(d.tokens for d in self.shape):
             return 0
         count = 1
         for d in self.shape:
@@ -57,13 +74,26 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Scratch:
-    """On-chip storage a stage allocates: registers (fragment) or shared memory."""
+    """On-chip storage a kernel allocates: registers (fragment) or shared memory. The planner lists every
+    buffer of a program (Route.scratch); the emitters allocate only those, by name."""
 
     name: str
     scope: str  # "fragment" | "shared"
     shape: tuple[int, ...]
     dtype: str
     why: str
+    owner: str = ""  # "kernel" or the stage that uses it ("op[0] rmsnorm"); set by the planner
+    barrier: bool = False  # threads read what other threads wrote here: one barrier per row
+
+
+def partial_buffers(name: str) -> tuple[str, str]:
+    """A row reduction's per-thread partials: (per vector chunk and thread, per thread then per warp)."""
+    return f"{name}_lanes", f"{name}_thread"
+
+
+def exchange_buffer(names: tuple[str, ...]) -> str:
+    """The shared array through which the warps' partials of these reductions meet."""
+    return "_".join(names) + "_warps"
 
 
 @dataclass(frozen=True)
@@ -73,6 +103,7 @@ class Reduction:
     source: str
     result: str
     axis: str  # "row" or "group of N columns"
+    partials: str | None = None  # crosses the warps: names its partial buffers (partial_buffers) and exchange
 
 
 @dataclass(frozen=True)
@@ -188,8 +219,15 @@ class Route(TokenRange):
 
     schedule: Schedule
     stages: tuple[Stage, ...]
-    scratch: tuple[Scratch, ...]
+    scratch: tuple[Scratch, ...]  # every buffer the program allocates
     origin: str  # where the schedule came from: the planner's rules or a tuning measurement
+
+    @property
+    def barriers_per_row(self) -> int:
+        return sum(b.barrier for b in self.scratch)
+
+    def buffer(self, name: str) -> Scratch:
+        return next(b for b in self.scratch if b.name == name)
 
 
 @dataclass(frozen=True)
@@ -207,6 +245,9 @@ class Plan:
     ledger: Ledger
     ledger_tokens: int
     writes_y: bool
+    # Y is stored before the stage at this position (len(stages): after the last); None when not written.
+    # The kernel, its joint-reduction body and the reference all store it there.
+    y_before: int | None
     spec: dict  # the validated spec, canonical JSON form (variants for tests are derived from it)
 
     @property

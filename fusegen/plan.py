@@ -1,4 +1,5 @@
-"""The planner: spec in, plain data out (stages, buffers, reductions, schedule, ledger). No text here."""
+"""The planner: spec in, plain data out — stages, every buffer and barrier a row costs, reductions, the
+schedule and why, routes per token range, the ledger, the identity. No text here."""
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +9,7 @@ from dataclasses import asdict, replace
 
 from . import __version__
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, Dim, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, Dim, Layout, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor, exchange_buffer, partial_buffers
 from .ops import REGISTRY, joint_chain
 from .spec import MAX_TOKENS, KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
@@ -187,7 +188,7 @@ def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tens
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    per_column = sum(1 for t in side_inputs if not t.shape[0].tokens)
+    per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
     how = (
         "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
@@ -217,7 +218,7 @@ DEFAULT_RING_SLOTS = 2
 def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
     """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
     layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
-    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
+    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.per_token_row) if schedule.prefetch else 0
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
@@ -403,20 +404,82 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":
-        scratch = (Scratch("x_ring", "shared", (schedule.ring_slots, layout.padded_hidden), spec.dtype, "this row and the next ones, their cp.async in flight"),)
+        # The wait for the current row's cp.async is followed by a barrier: the copies of one thread are
+        # read by others.
+        scratch = (Scratch("x_ring", "shared", (schedule.ring_slots, layout.padded_hidden), spec.dtype, "this row and the next ones, their cp.async in flight", barrier=True),)
     if schedule.builds_row:
         scratch += (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
     staged_rows = schedule.ring_slots if schedule.variant == "stream" else schedule.block_m
     if schedule.prefetch:
         scratch += tuple(
-            Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32", f"{t.arg} of the block's rows, loaded with the row")
-            if t.shape[0].tokens
+            Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32",
+                    f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)")
+            if t.per_token_row
             else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), t.dtype, f"{t.arg} in the row's thread layout, loaded with the row")
             for t in side_inputs
+            if t.per_token_row or t.per_column
         )
-    scratch += tuple(b for s in stages for b in s.scratch)
+    scratch = tuple(replace(b, owner="kernel") for b in scratch)
+    if not schedule.builds_row:
+        (stage,) = stages
+        scratch += tuple(replace(b, owner=_owner(stage)) for b in REGISTRY[stage.kind].variant_scratch(schedule.variant, stage, layout, spec.dtype))
+    scratch += tuple(replace(b, owner=_owner(s)) for s in stages for b in s.scratch)
     schedule = _with_joint_reduction(spec, schedule, stages)
+    scratch += _reduction_buffers(schedule, stages, layout)
+    if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages):
+        first = next(k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged"))
+        why = scratch[first].why.replace("(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)")
+        scratch = scratch[:first] + (replace(scratch[first], why=why, barrier=True),) + scratch[first + 1 :]
     return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
+
+
+def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
+    """Whether per-token side inputs staged in shared memory are read before the row's first exchange,
+    whose barrier would otherwise order them too."""
+    if not schedule.prefetch:
+        return False
+    readers = [k for k, s in enumerate(stages) if any(t.shape[0].tokens for t in staged_inputs((s,)))]
+    crossing = [k for k, s in enumerate(stages) if any(r.partials for r in s.reductions)]
+    if schedule.joint_reduction:
+        span = joint_span(stages)
+        crossing = [k for k in crossing if k not in span] + [span[1]]
+    return bool(readers) and (not crossing or min(readers) < min(crossing))
+
+
+def _owner(stage: Stage) -> str:
+    return f"op[{stage.index}] {stage.kind}"
+
+
+def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> tuple[Scratch, ...]:
+    """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
+    by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
+    of a joint span."""
+    bm, threads = layout.block_m, layout.threads
+    chunks = layout.padded_hidden // (layout.vector * threads)
+    warps = max(1, threads // 32)
+    buffers = []
+    exchanges = []
+    for stage in stages:
+        for r in stage.reductions:
+            if r.partials is None:
+                continue
+            lanes, thread = partial_buffers(r.partials)
+            buffers += [
+                Scratch(lanes, "fragment", (bm, chunks, threads), "float32", f"{r.name}: each thread's partial per vector chunk", _owner(stage)),
+                Scratch(thread, "fragment", (bm, threads), "float32", f"{r.name}: each thread's partial, then its warp's (by shuffles)", _owner(stage)),
+            ]
+            exchanges.append((stage, r))
+    if schedule.joint_reduction:
+        opening, closing = joint_span(stages)
+        joint = [(s, r) for s, r in exchanges if s.index in (stages[opening].index, stages[closing].index)]
+        exchanges = [e for e in exchanges if e not in joint]
+        names = tuple(r.partials for _, r in joint)
+        why = " and ".join(r.name for _, r in joint) + ": the warps' partials of both, one barrier per row for the two"
+        buffers.append(Scratch(exchange_buffer(names), "shared", (bm, len(names), warps), "float32", why, "kernel", barrier=True))
+    for stage, r in exchanges:
+        why = f"{r.name}: the warps' partials, combined by every thread after one barrier per row"
+        buffers.append(Scratch(exchange_buffer((r.partials,)), "shared", (bm, 1, warps), "float32", why, _owner(stage), barrier=True))
+    return tuple(buffers)
 
 
 # Measured (NOTES.md steps 13 and 15): one barrier less per row, but on one-row-per-block schedules the
@@ -498,8 +561,15 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -
         ledger=_ledger(spec, stages, x, y),
         ledger_tokens=spec.tokens or LEDGER_TOKENS,
         writes_y=spec.writes_y,
+        y_before=_y_position(stages) if spec.writes_y else None,
         spec=spec.model_dump(mode="json"),
     )
+
+
+def _y_position(stages: tuple[Stage, ...]) -> int:
+    """Y is the row once final: before the first stage that does not transform it (all later ones only
+    read it), or after the last."""
+    return next((k for k, stage in enumerate(stages) if not REGISTRY[stage.kind].transforms_row), len(stages))
 
 
 def plan_as_dict(p: Plan) -> dict:

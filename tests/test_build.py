@@ -674,3 +674,16 @@ def test_worker_processes_compile_what_build_committed():
     kernel_dir = REPO / "generated" / "rms_norm_rope_quant_fp8_only"
     [sources] = in_worker_processes(cuda_sources_of_file, [(kernel_dir / "kernel.py",)], 2)
     assert sources == program_sources((kernel_dir / "kernel.cu").read_text())
+
+
+def test_a_failed_cuda_check_is_a_failed_build(work, monkeypatch, capsys):
+    """A CUDA check that fails means the compiled kernel contradicts its plan: the build says which and
+    exits 1, so a script or CI cannot take it for success."""
+    import fusegen.build
+    from fusegen.cuda_checks import Check
+
+    monkeypatch.setattr(fusegen.build, "check_cuda", lambda plan, sources: [Check("row loads X vectorized", False, "narrowest 4 B")])
+    monkeypatch.chdir(work)
+    assert cli.main(build_args("specs/rms_norm.toml")) == 1
+    printed = capsys.readouterr().out
+    assert "✗ row loads X vectorized: narrowest 4 B" in printed and "1 CUDA check(s) failed" in printed

@@ -17,7 +17,7 @@ from fusegen.checking import build_variant, random_inputs
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
-# Options the examples do not reach: gptj and head spans, ue8m0 and e5m2, layernorm into quant, no weight/bias.
+# Options the examples do not reach: gptj and head spans, RoPE from a cos_sin_cache, ue8m0 and e5m2, layernorm into quant, no weight/bias.
 EXTRA_SPECS = [
     {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512,
      "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
@@ -33,6 +33,8 @@ EXTRA_SPECS = [
     {"name": "add_ln", "dtype": "float16", "hidden": 1000, "op": [{"kind": "add_residual"}, {"kind": "layernorm"}], "outputs": {"rstd": True}},
     {"name": "add_rms_no_stream", "dtype": "float32", "hidden": 256,
      "op": [{"kind": "add_residual"}, {"kind": "rmsnorm"}], "outputs": {"residual": False}},
+    {"name": "rope_cache_gptj_quant", "dtype": "bfloat16", "hidden": 512,
+     "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 4096}, {"kind": "quant_fp8", "group_size": 128}]},
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Opt
 
 from pydantic import Field
 
-from ..model import Layout, Schedule, Stage
+from ..model import Layout, Schedule, Scratch, Stage
 from ..strict import Strict
 
 if TYPE_CHECKING:
@@ -110,11 +110,15 @@ class OutputDecl:
 
 
 class Draw(Protocol):
-    """Fresh random tensors from one seeded generator (float32, on the CPU)."""
+    """Fresh random tensors from one seeded generator (float32 unless said otherwise, on the CPU)."""
 
     def normal(self, shape: tuple[int, ...]) -> torch.Tensor: ...
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor: ...
+
+    def integers(self, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """int64 values uniform in [0, high)."""
+        ...
 
 
 WholeKernel = Callable[[Stage, "KernelFrame", str], list[str]]  # (stage, frame, activation dtype) -> lines
@@ -178,6 +182,10 @@ class Op(ABC, Generic[S]):
     @abstractmethod
     def emit_reference(self, stage: Stage, hidden: int) -> list[str]: ...
 
+    def variant_scratch(self, variant: str, stage: Stage, layout: Layout, dtype: str) -> tuple[Scratch, ...]:
+        """The buffers of a whole-kernel variant (naive, splitk) beyond the stage's own scratch."""
+        return ()
+
     def columns_multiple_of(self, op: S) -> int:
         """The padded row must be a multiple of this."""
         return 1
@@ -188,7 +196,7 @@ class Op(ABC, Generic[S]):
 
     @abstractmethod
     def oracle_step(self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """The float64 oracle (oracle.py): design.md's formula for this op, written from the formula with
+        """The float64 oracle (oracle.py): the README's formula for this op (Numerics), written with
         explicit index arithmetic, not the reference's tensor idioms. `op`: the op's validated spec as
         JSON data. Returns the row handed on and the op's outputs (with anything a tolerance needs)."""
 

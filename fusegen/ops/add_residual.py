@@ -74,7 +74,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     row = frame.token("0")
     summed = 'row[i, j] + T.cast(residual_row[i, j], "float32")'
     lines = [
-        f"residual_row = T.alloc_fragment(({bm}, {cols}), {dtype})",
+        frame.alloc("residual_row"),
         # Pinned after the prologue's loops: its lambda must not reuse their variable names.
         frame.pin_row_layout("residual_row", ("row_in_block", "column")),
         f"T.copy(Residual[{row}, 0], residual_row)",

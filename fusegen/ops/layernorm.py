@@ -53,8 +53,8 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch("rstd", "fragment", (ctx.block_m,), "float32", "reciprocal standard deviation per row"),
         ),
         reductions=(
-            Reduction("row sum", "sum", "row", "mean", "row"),
-            Reduction("centered sum of squares", "sum", "centered_sq", "rstd", "row"),
+            Reduction("row sum", "sum", "row", "mean", "row", partials="row_sum"),
+            Reduction("centered sum of squares", "sum", "centered_sq", "rstd", "row", partials="centered_sum"),
         ),
         decisions=(
             "variance from the centred values held in registers (two reductions, one read of x): exact where "
@@ -75,9 +75,9 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     if stage.params["bias"]:
         affine += f" + {frame.column_param('Bias')}"
     lines = [
-        f'centered_sq = T.alloc_fragment(({bm}, {cols}), "float32")',
-        f'mean = T.alloc_fragment(({bm},), "float32")',
-        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        frame.alloc("centered_sq"),
+        frame.alloc("mean"),
+        frame.alloc("rstd"),
         *frame.row_reduce("row", "mean", "sum", "row_sum"),
         f"for i in T.Parallel({bm}):",
         f"    mean[i] = mean[i] / {n}",

@@ -113,6 +113,8 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
                 "row" if per_token else f"row viewed as ({ctx.block_m}, {padded_groups}, {op.group_size})",
                 "group_scale",
                 "row" if per_token else f"group of {op.group_size} columns",
+                # A group spans lanes of one warp: its amax needs no exchange.
+                partials="row_amax" if per_token else None,
             ),
         ),
         decisions=(
@@ -154,13 +156,8 @@ def _per_token(stage: Stage) -> bool:
     return stage.params["group_size"] == "token"
 
 
-def _declare(stage: Stage, frame: KernelFrame) -> list[str]:
-    shape = f"({frame.bm},)" if _per_token(stage) else f"({frame.bm}, {stage.params['padded_groups']})"
-    return [
-        f'group_scale = T.alloc_fragment({shape}, "float32")',
-        f'inverse_scale = T.alloc_fragment({shape}, "float32")',
-        f"quantized = T.alloc_fragment(({frame.bm}, {frame.columns}), {string_literal(stage.params['fp8_dtype'])})",
-    ]
+def _declare(frame: KernelFrame) -> list[str]:
+    return [frame.alloc("group_scale"), frame.alloc("inverse_scale"), frame.alloc("quantized")]
 
 
 def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) -> list[str]:
@@ -198,12 +195,12 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     else:
         # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
         reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, {stage.params['group_size']})), group_scale, dim=2)"]
-    return [*_declare(stage, frame), *reduce, *_quantize(stage, frame)]
+    return [*_declare(frame), *reduce, *_quantize(stage, frame)]
 
 
 def emit_amax_partial(stage: Stage, frame: KernelFrame) -> list[str]:
     """Joint reduction, before the exchange: the amax of the unscaled row per warp."""
-    return [*_declare(stage, frame), *frame.row_partials("row", "absmax", "row_amax")]
+    return [*_declare(frame), *frame.row_partials("row", "absmax", "row_amax")]
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..cuda_checks import Check, fragment_vector_store
-from ..model import Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import Dim, Layout, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
 from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, described, kind_field, register
 
@@ -61,7 +61,7 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch("sumsq_terms", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "x² per column before the row sum"),
             Scratch("rstd", "fragment", (ctx.block_m,), "float32", "one reciprocal RMS per row, replicated across the row's threads"),
         ),
-        reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", "row"),),
+        reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", "row", partials="sumsq"),),
     )
 
 
@@ -86,8 +86,8 @@ def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
 def _sumsq_partial(frame: KernelFrame) -> list[str]:
     bm, cols = frame.bm, frame.columns
     return [
-        f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
-        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        frame.alloc("sumsq_terms"),
+        frame.alloc("rstd"),
         f"for i, j in T.Parallel({bm}, {cols}):",
         "    sumsq_terms[i, j] = row[i, j] * row[i, j]",
         *frame.row_partials("sumsq_terms", "sum", "sumsq"),
@@ -127,9 +127,9 @@ def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     bm, cols = frame.bm, frame.columns
     as_float = 'T.cast(row_shared[i, j], "float32")'
     return [
-        f"row_shared = T.alloc_shared(({bm}, {cols}), {string_literal(dtype)})",
-        f'sumsq_terms = T.alloc_fragment(({bm}, {cols}), "float32")',
-        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        frame.alloc("row_shared"),
+        frame.alloc("sumsq_terms"),
+        frame.alloc("rstd"),
         f"T.copy(X[{frame.token('0')}, 0], row_shared, disable_tma=True)",
         f"for i, j in T.Parallel({bm}, {cols}):",
         f"    sumsq_terms[i, j] = {as_float} * {as_float}",
@@ -156,11 +156,11 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         load = f'T.cast(Weight[{col}], "float32")'
         weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * Weight[{col}]"
     return [
-        f'chunk = T.alloc_fragment(({bm}, {blk_k}), "float32")',
+        frame.alloc("chunk"),
         frame.pin_row_layout("chunk"),
-        f'sumsq_terms = T.alloc_fragment(({bm}, {blk_k}), "float32")',
+        frame.alloc("sumsq_terms"),
         frame.pin_row_layout("sumsq_terms"),
-        f'rstd = T.alloc_fragment(({bm},), "float32")',
+        frame.alloc("rstd"),
         "T.clear(sumsq_terms)",
         f"for k in T.unroll({chunks}):",
         f"    T.copy(X[{frame.token('0')}, k * {blk_k}], chunk)",
@@ -176,6 +176,15 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         f"        chunk[i, j] = chunk[i, j] * rstd[i]{weight}",
         f"    T.copy(chunk, Y[{frame.token('0')}, chunk_start])",
     ]
+
+
+def variant_scratch(variant: str, stage: Stage, layout: Layout, dtype: str) -> tuple[Scratch, ...]:
+    shape = (layout.block_m, layout.padded_hidden)
+    if variant == "naive":
+        # No barrier of its own: each thread reads back the columns it copied (the committed CUDA shows
+        # the exchange's barrier only).
+        return (Scratch("row_shared", "shared", shape, dtype, "the row, read from shared memory twice (the textbook form)"),)
+    return (Scratch("chunk", "fragment", shape, "float32", "one blk_k-column chunk of the row, in the row layout"),)
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
@@ -202,6 +211,7 @@ class RMSNorm(Op[RMSNormSpec]):
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
+    variant_scratch = staticmethod(variant_scratch)
 
     def oracle_step(self, v, op, inputs):
         n = v.shape[1]

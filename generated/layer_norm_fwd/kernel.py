@@ -57,7 +57,7 @@ def program_0():
             T.annotate_layout({bias_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
             for j in T.Parallel(4096):
                 bias_staged[j] = Bias[j]
-            # op[0] LayerNorm(eps=1e-05, weight=True, bias=True)
+            # --- op[0] LayerNorm(eps=1e-05, weight=True, bias=True) ---
             centered_sq = T.alloc_fragment((1, 4096), "float32")
             mean = T.alloc_fragment((1,), "float32")
             rstd = T.alloc_fragment((1,), "float32")

@@ -9,7 +9,7 @@ from .kernel import Outputs
 def reference(x, weight, bias):
     out = {}
     v = x.float()
-    # op[0] LayerNorm(eps=1e-05, weight=True, bias=True)
+    # --- op[0] LayerNorm(eps=1e-05, weight=True, bias=True) ---
     mean = v.mean(dim=-1, keepdim=True)
     centered = v - mean
     rstd = torch.rsqrt(centered.square().mean(dim=-1, keepdim=True) + 1e-05)

@@ -45,7 +45,7 @@ def program_0():
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
-            # op[0] RMSNorm(eps=1e-06, weight=True)
+            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
@@ -91,7 +91,7 @@ def program_1():
             T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
             for j in T.Parallel(4096):
                 weight_staged[j] = Weight[j]
-            # op[0] RMSNorm(eps=1e-06, weight=True)
+            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):

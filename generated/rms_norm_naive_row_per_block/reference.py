@@ -9,7 +9,7 @@ from .kernel import Outputs
 def reference(x, weight):
     out = {}
     v = x.float()
-    # op[0] RMSNorm(eps=1e-06, weight=True)
+    # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
     rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + 1e-06)
     v = v * rstd * weight.float()
     out["y"] = v.to(torch.float16)

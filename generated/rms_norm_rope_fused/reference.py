@@ -9,10 +9,10 @@ from .kernel import Outputs
 def reference(x, weight, cos, sin):
     out = {}
     v = x.float()
-    # op[0] RMSNorm(eps=1e-06, weight=True)
+    # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
     rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + 1e-06)
     v = v * rstd * weight.float()
-    # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+    # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
     span = v[:, 4032:4096]
     first, second = span[:, :32], span[:, 32:]
     v = v.clone()

@@ -65,7 +65,7 @@ def program_0():
             sin_staged = T.alloc_shared((1, 32), "float32")
             for i, j in T.Parallel(1, 32):
                 sin_staged[i, j] = Sin[block, j]
-            # op[0] RMSNorm(eps=1e-06, weight=True)
+            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
@@ -88,10 +88,12 @@ def program_0():
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
-            # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
+            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
+            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
             for i, j in T.Parallel(1, 64):
                 row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
-            # op[2] FP8 quant(e4m3fn, per token, scale fp32)
+            # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((1, 4096), "float8_e4m3fn")
@@ -148,7 +150,7 @@ def program_1():
             sin_staged = T.alloc_shared((1, 32), "float32")
             for i, j in T.Parallel(1, 32):
                 sin_staged[i, j] = Sin[block, j]
-            # op[0] RMSNorm(eps=1e-06, weight=True), its factor applied after op[2]'s amax
+            # --- op[0] RMSNorm(eps=1e-06, weight=True), its factor applied after op[2]'s amax ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
@@ -161,10 +163,12 @@ def program_1():
                 sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * weight_staged[j]
-            # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
+            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
+            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
             for i, j in T.Parallel(1, 64):
                 row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
-            # op[2] FP8 quant(e4m3fn, per token, scale fp32)
+            # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((1, 4096), "float8_e4m3fn")

@@ -65,7 +65,7 @@ def program_0():
             sin_staged = T.alloc_shared((1, 32), "float32")
             for i, j in T.Parallel(1, 32):
                 sin_staged[i, j] = Sin[block, j]
-            # op[0] RMSNorm(eps=1e-06, weight=True)
+            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
@@ -88,11 +88,13 @@ def program_0():
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
-            # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
+            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
+            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
             for i, j in T.Parallel(1, 64):
                 row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
             T.copy(row, Y[block, 0])
-            # op[2] FP8 quant(e4m3fn, per token, scale fp32)
+            # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((1, 4096), "float8_e4m3fn")
@@ -140,7 +142,7 @@ def program_1():
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
-            # op[0] RMSNorm(eps=1e-06, weight=True)
+            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             for i, j in T.Parallel(1, 4096):
@@ -163,11 +165,13 @@ def program_1():
                 rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * Weight[j]
-            # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
+            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
+            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
             for i, j in T.Parallel(1, 64):
                 row[i, 4032 + j] = row[i, 4032 + j] * Cos[block, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * Sin[block, j % 32]
             T.copy(row, Y[block, 0])
-            # op[2] FP8 quant(e4m3fn, per token, scale fp32)
+            # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((1, 4096), "float8_e4m3fn")

@@ -9,16 +9,16 @@ from .kernel import Outputs
 def reference(x, weight, cos, sin):
     out = {}
     v = x.float()
-    # op[0] RMSNorm(eps=1e-06, weight=True)
+    # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
     rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + 1e-06)
     v = v * rstd * weight.float()
-    # op[1] RoPE(neox, tail 64 columns [4032, 4096))
+    # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
     span = v[:, 4032:4096]
     first, second = span[:, :32], span[:, 32:]
     v = v.clone()
     v[:, 4032:4096] = torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
     out["y"] = v.to(torch.float16)
-    # op[2] FP8 quant(e4m3fn, per token, scale fp32)
+    # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
     groups = v.view(v.shape[0], -1, 4096)
     amax = groups.abs().amax(dim=-1, keepdim=True).clamp_min(1e-10)
     scale = amax / torch.full_like(amax, 448.0)

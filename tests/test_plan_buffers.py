@@ -1,0 +1,87 @@
+"""The plan owns every buffer: each program of a generated kernel allocates exactly the buffers its route
+lists (name, scope, shape, dtype), no more, and the barriers per row the plan states are the ones the
+CUDA of the committed examples shows."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cases import CASES, ROUTED, ROUTED_CASES, spec_for
+from fusegen.build import display_path, plan_spec
+from fusegen.checking import import_plan
+from fusegen.emit import program_sources
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec, load_spec
+from fusegen.tuning import Tuning
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.toml"))
+# TIR's storage scopes of the plan's scopes: TileLang puts shared buffers in dynamic shared memory.
+SCOPES = {"fragment": "local.fragment", "shared": "shared.dyn"}
+
+
+def _example_plan(path):
+    spec, text = load_spec(path)
+    return plan_spec(spec, text, display_path(path), Tuning.load(ROOT / "tuning.json"))
+
+
+def allocated(prim_func) -> set[tuple]:
+    """Every buffer a traced program allocates, as (name, scope, shape, dtype)."""
+    from tvm import tirx
+
+    found = []
+
+    def visit(node):
+        for b in getattr(node, "alloc_buffers", ()):
+            found.append((b.name, b.scope(), tuple(int(d) for d in b.shape), str(b.dtype)))
+
+    tirx.stmt_functor.post_order_visit(prim_func.body, visit)
+    assert len(found) == len(set(found)), f"a buffer allocated twice: {found}"
+    return set(found)
+
+
+def planned(route) -> set[tuple]:
+    return {(b.name, SCOPES[b.scope], b.shape, b.dtype) for b in route.scratch}
+
+
+def assert_allocations_planned(p, module):
+    assert len(module.ROUTES) == len(p.routes)
+    for (first, last, program), route in zip(module.ROUTES, p.routes):
+        assert (first, last) == (route.first_tokens, route.last_tokens)
+        got, want = allocated(program()), planned(route)
+        assert got == want, f"tokens {route.label()}: allocated, not planned: {sorted(got - want)}; planned, not allocated: {sorted(want - got)}"
+
+
+VARIED = [(name, ()) for name in CASES] + [(name, ROUTED) for name in ROUTED_CASES]
+
+
+@pytest.mark.parametrize("name,tuned", VARIED, ids=[n + ("-routed" if t else "") for n, t in VARIED])
+def test_every_allocation_is_planned(name, tuned, tmp_path):
+    p = plan(KernelSpec.model_validate(spec_for(name)), name, tuned)
+    assert_allocations_planned(p, sys.modules[import_plan(p, tmp_path).__name__ + ".kernel"])
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_committed_examples_allocate_what_their_plan_lists(path, tmp_path):
+    p = _example_plan(path)
+    assert_allocations_planned(p, sys.modules[import_plan(p, tmp_path).__name__ + ".kernel"])
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_committed_cuda_has_the_planned_barriers(path):
+    p = _example_plan(path)
+    sources = program_sources((ROOT / "generated" / p.name / "kernel.cu").read_text())
+    for served, source in zip(p.programs, sources):
+        assert source.count("__syncthreads()") == served[0].barriers_per_row, served[0].label()
+
+
+def test_an_unplanned_buffer_is_refused():
+    from fusegen.codegen import KernelFrame
+
+    p = plan(KernelSpec.model_validate(spec_for("rms_fp16_4096")), "x")
+    frame = KernelFrame(p.layout, "m", buffers=p.primary.scratch)
+    assert frame.alloc("rstd").startswith("rstd = T.alloc_fragment((1,)")
+    with pytest.raises(KeyError, match="not in the plan"):
+        frame.alloc("rope_span")
