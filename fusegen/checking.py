@@ -55,6 +55,9 @@ class _Draw:
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.rand(shape, generator=self.generator)
 
+    def integers(self, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        return torch.randint(high, shape, generator=self.generator)
+
 
 def random_inputs(module, tokens: int, generator: torch.Generator, device="cuda") -> list[torch.Tensor]:
     """Fresh inputs: x ~ N(0, 1) with an offset per row, then each op's own inputs as the op samples them."""

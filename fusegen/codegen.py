@@ -80,16 +80,19 @@ class KernelFrame:
         layout = self.layout
         return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
 
-    def pin_row_layout(self, fragment: str) -> str:
+    def pin_row_layout(self, fragment: str, variables: tuple[str, str] = ("i", "j")) -> str:
         """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
         threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
         the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
-        or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
-        flat = f"(i * {self.layout.padded_hidden} + j)"
+        or replicated across threads for block_m > 1 (5–16× slower, still correct). `variables`: the
+        lambda's parameters, named unlike any earlier loop variable (see staged_column_param) where a
+        fragment is pinned after loops."""
+        i, j = variables
+        flat = f"({i} * {self.layout.padded_hidden} + {j})"
         shape = f"({self.bm}, {self.columns})"
         return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda i, j: {self._thread_of(flat)}, "
-            f"forward_index_fn=lambda i, j: {self._index_in_thread(flat, 'j')})}})"
+            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(flat)}, "
+            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(flat, j)})}})"
         )
 
     @staticmethod
@@ -97,13 +100,13 @@ class KernelFrame:
         return f"{param.lower()}_staged"
 
     def stage_inputs(self, tensors) -> list[str]:
-        """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) into shared memory,
-        per-column ones (hidden,) into registers."""
+        """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) and gathered table rows
+        into shared memory, per-column ones (hidden,) into registers; an index is read by its table's load."""
         lines = []
         for t in tensors:
-            if t.shape[0].tokens:
-                lines += self.staged_row_param(t.param, t.shape[1].size)
-            else:
+            if t.per_token_row:
+                lines += self.staged_row_param(t.param, t.shape[1].size, t.index)
+            elif t.per_column:
                 lines += self.staged_column_param(t.param, t.offset)
         return lines
 
@@ -126,14 +129,14 @@ class KernelFrame:
             f"    {name}[j] = {load}",
         ]
 
-    def staged_row_param(self, param: str, width: int) -> list[str]:
-        """Prologue: a per-token parameter of `width` floats per row into shared memory; TileLang puts
-        the barrier before its first read."""
+    def staged_row_param(self, param: str, width: int, index: str | None = None) -> list[str]:
+        """Prologue: a per-token parameter of `width` floats per row (or the row of table `param` that
+        `index` names) into shared memory; TileLang puts the barrier before its first read."""
         name = self.staged(param)
         return [
             self.alloc(name),
             f"for i, j in T.Parallel({self.bm}, {width}):",
-            f"    {name}[i, j] = {self._row_load(param, 'j', 'i')}",
+            f"    {name}[i, j] = {self._row_load(param, 'j', 'i', index)}",
         ]
 
     def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:
@@ -196,10 +199,13 @@ class KernelFrame:
         of cp.async groups (empty ones past the last token), so waiting for all but the newest
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
         the chain 4 spaces under it."""
-        rings = [("X", "x_ring", self.hidden)] + [(t.param, self.staged(t.param), t.shape[1].size) for t in per_token]
+        rings = [("X", "x_ring", self.hidden, None)] + [(t.param, self.staged(t.param), t.shape[1].size, t.index) for t in per_token]
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
-            copies = [f"T.async_copy({param}[{token}, 0:{width}], {ring}[{slot}, 0:{width}])" for param, ring, width in rings]
+            copies = [
+                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{width}], {ring}[{slot}, 0:{width}])"
+                for param, ring, width, index in rings
+            ]
             if not guarded:
                 return copies
             empty = ["T.ptx_commit_group()"] * len(rings)
@@ -212,7 +218,7 @@ class KernelFrame:
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
-            *(self.alloc(ring) for _, ring, _ in rings),
+            *(self.alloc(ring) for _, ring, _, _ in rings),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
             *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
@@ -242,14 +248,16 @@ class KernelFrame:
             return f'T.if_then_else({col} < {self.hidden}, T.cast({param}[{col}], "float32"), 0.0)'
         return f"{param}[{col}]"
 
-    def row_param(self, param: str, col: str, i: str = "i") -> str:
-        """A per-token parameter (cos, sin); rows past the last token read nothing."""
+    def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:
+        """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
+        rows past the last token read nothing."""
         if self.prefetch:
             return f"{self.staged(param)}[{'slot' if self.streamed else i}, {col}]"
-        return self._row_load(param, col, i)
+        return self._row_load(param, col, i, index)
 
-    def _row_load(self, param: str, col: str, i: str) -> str:
-        load = f"{param}[{self.token(i)}, {col}]"
+    def _row_load(self, param: str, col: str, i: str, index: str | None = None) -> str:
+        row = f"{index}[{self.token(i)}]" if index else self.token(i)
+        load = f"{param}[{row}, {col}]"
         if self.rows_may_overhang:
             return f"T.if_then_else({self.token(i)} < {self.tokens}, {load}, 0.0)"
         return load

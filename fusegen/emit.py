@@ -6,7 +6,7 @@ import json
 from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
 from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
-from .plan import joint_span, plan_as_dict
+from .plan import joint_span, plan_as_dict, staged_inputs
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 # The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the
@@ -57,10 +57,10 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
     lines = [frame.alloc("row"), frame.pin_row_layout("row")]
-    side_inputs = tuple(t for stage in route.stages for t in stage.inputs) if schedule.prefetch else ()
+    side_inputs = staged_inputs(route.stages) if schedule.prefetch else ()
     if streamed:
-        per_token = tuple(t for t in side_inputs if t.shape[0].tokens)
-        lines += frame.stage_inputs(tuple(t for t in side_inputs if not t.shape[0].tokens))
+        per_token = tuple(t for t in side_inputs if t.per_token_row)
+        lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
         lines += frame.stream_rows(per_token, schedule.blocks_per_sm, schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
     return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
@@ -159,12 +159,18 @@ def one_line_docstring(text: str) -> str:
     return f'"""{escaped(text)}"""'
 
 
-def _tensor_spec(t: Tensor) -> str:
+def _tensor_spec(t: Tensor, bound: int | None = None) -> str:
     dims = ", ".join('"m"' if d.tokens else str(d.size) for d in t.shape)
     if len(t.shape) == 1:
         dims += ","
-    layout = "" if t.layout == "row" else f", {string_literal(t.layout)}"
-    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}){layout})"
+    bound_arg = f", {bound}" if bound is not None else ""
+    layout = "" if t.layout == "row" else f", layout={string_literal(t.layout)}"
+    return f"TensorSpec({string_literal(t.arg)}, {TORCH_DTYPE[t.dtype]}, ({dims}){bound_arg}{layout})"
+
+
+def _index_bounds(tensors: tuple[Tensor, ...]) -> dict[str, int]:
+    """Index input param -> the rows of the table it indexes: its values must lie in [0, rows)."""
+    return {t.index: t.shape[0].size for t in tensors if t.index is not None}
 
 
 def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
@@ -218,7 +224,7 @@ def kernel_module(plan: Plan) -> str:
         f"HIDDEN = {plan.hidden}",
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
-        f"INPUTS = ({', '.join(_tensor_spec(t) for t in plan.inputs)},)",
+        f"INPUTS = ({', '.join(_tensor_spec(t, _index_bounds(plan.inputs).get(t.param)) for t in plan.inputs)},)",
         f"OUTPUTS = ({', '.join(_tensor_spec(t) for t in plan.outputs)},)",
         "Outputs = output_tuple(OUTPUTS)",
         "",

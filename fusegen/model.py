@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Bytes per element of every dtype a kernel reads or writes.
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1}
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1, "int64": 8}
 TORCH_DTYPE = {
     "float16": "torch.float16",
     "bfloat16": "torch.bfloat16",
     "float32": "torch.float32",
     "float8_e4m3fn": "torch.float8_e4m3fn",
     "float8_e5m2": "torch.float8_e5m2",
+    "int64": "torch.int64",
 }
 
 
@@ -59,8 +60,24 @@ class Tensor:
     layout: str = "row"
     # Added to every element as it is loaded, in float32 (rmsnorm's weight_offset: Gemma scales by 1 + w).
     offset: float = 0.0
+    # A table (rows, width) read at one row per token, the row that the (M,) int64 input of this param
+    # names (RoPE's cos_sin_cache at each token's position); None: read whole or per token as shaped.
+    index: str | None = None
+
+    @property
+    def per_token_row(self) -> bool:
+        """A kernel reads `width` values of this input for each token (a per-token row or a gathered
+        table row), staged in shared memory when prefetched; otherwise per-column or an index."""
+        return len(self.shape) == 2 and (self.shape[0].tokens or self.index is not None)
+
+    @property
+    def per_column(self) -> bool:
+        return not self.shape[0].tokens and self.index is None
 
     def bytes_per_token(self) -> int:
+        if self.index is not None:
+            # Only the rows the tokens name leave DRAM, however many positions the table holds.
+            return self.shape[1].size * DTYPE_BYTES[self.dtype]
         if not any(d.tokens for d in self.shape):
             return 0
         count = 1
@@ -69,7 +86,7 @@ class Tensor:
         return count * DTYPE_BYTES[self.dtype]
 
     def fixed_bytes(self) -> int:
-        if any(d.tokens for d in self.shape):
+        if self.index is not None or any(d.tokens for d in self.shape):
             return 0
         count = 1
         for d in self.shape:

@@ -188,7 +188,7 @@ def _with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tens
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    per_column = sum(1 for t in side_inputs if not t.shape[0].tokens)
+    per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
     how = (
         "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
@@ -218,7 +218,7 @@ DEFAULT_RING_SLOTS = 2
 def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
     """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
     layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
-    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.shape[0].tokens) if schedule.prefetch else 0
+    per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.per_token_row) if schedule.prefetch else 0
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
@@ -375,12 +375,21 @@ def _ledger(spec: KernelSpec, stages, x: Tensor, y: Tensor | None) -> Ledger:
         alone = f"{stage.kind} alone"
         unfused.append(LedgerLine(alone, current, "read", act, 0))
         unfused += lines_for(alone, stage.inputs, "read") + lines_for(alone, stage.outputs, "write")
-        if REGISTRY[stage.kind].transforms_row:
+        op = REGISTRY[stage.kind]
+        if op.row_output in (t.arg for t in stage.outputs):
+            current = op.row_output
+        elif op.transforms_row:
             current = f"{stage.kind} output"
             unfused.append(LedgerLine(alone, current, "write", act, 0))
     if y is not None:
         fused.append(LedgerLine("fused", "y", "write", act, 0))
     return Ledger(tuple(fused), tuple(unfused))
+
+
+def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
+    """The side inputs a prefetching prologue (or the stream ring) loads next to the row: every stage's
+    inputs but those its op's fragment reads itself (ops.Op.staged_inputs)."""
+    return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
 def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool = False) -> Route:
@@ -390,7 +399,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
         schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
-    side_inputs = tuple(t for s in stages for t in s.inputs)
+    side_inputs = staged_inputs(stages)
     schedule = _with_stream(spec, _with_prefetch(spec, schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
@@ -405,11 +414,12 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
         scratch += tuple(
             Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32",
                     f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)")
-            if t.shape[0].tokens
+            if t.per_token_row
             # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
             else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), "float32" if t.offset else t.dtype,
                          f"{t.arg}{f' + {t.offset!r}' if t.offset else ''} in the row's thread layout, loaded with the row")
             for t in side_inputs
+            if t.per_token_row or t.per_column
         )
     scratch = tuple(replace(b, owner="kernel") for b in scratch)
     if not schedule.builds_row:
@@ -430,7 +440,7 @@ def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, .
     whose barrier would otherwise order them too."""
     if not schedule.prefetch:
         return False
-    readers = [k for k, s in enumerate(stages) if any(t.shape[0].tokens for t in s.inputs)]
+    readers = [k for k, s in enumerate(stages) if any(t.shape[0].tokens for t in staged_inputs((s,)))]
     crossing = [k for k, s in enumerate(stages) if any(r.partials for r in s.reductions)]
     if schedule.joint_reduction:
         span = joint_span(stages)

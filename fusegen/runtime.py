@@ -7,6 +7,7 @@ silent out-of-bounds read.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import namedtuple
 from pathlib import Path
@@ -76,6 +77,7 @@ class TensorSpec(NamedTuple):
     name: str
     dtype: torch.dtype
     shape: tuple  # ints, and "m" for the token count
+    bound: int | None = None  # an index input: every value must lie in [0, bound) (checked in debug mode)
     layout: str = "row"  # model.Tensor.layout: "row" (contiguous) | "column" (tokens fastest, padded)
 
 
@@ -98,11 +100,17 @@ def allocate(spec: TensorSpec, tokens, device) -> torch.Tensor:
 
 def column_major(tensor: torch.Tensor) -> torch.Tensor:
     """An (M, n) tensor copied into the column layout: the references return column outputs so."""
-    return allocate(TensorSpec("", tensor.dtype, ("m", tensor.shape[1]), "column"), tensor.shape[0], tensor.device).copy_(tensor)
+    return allocate(TensorSpec("", tensor.dtype, ("m", tensor.shape[1]), layout="column"), tensor.shape[0], tensor.device).copy_(tensor)
 
 
 def output_tuple(outputs: tuple[TensorSpec, ...]):
     return namedtuple("Outputs", [o.name for o in outputs])
+
+
+# FUSEGEN_DEBUG=1: every launch first checks that each index input (RoPE's positions) lies within the
+# table it indexes. Off by default: the check reads the tensor's min and max back to the host, a device
+# sync per call; an index out of range otherwise reads another row of memory or faults.
+DEBUG = os.environ.get("FUSEGEN_DEBUG") == "1"
 
 
 class KernelArgumentError(ValueError):
@@ -284,9 +292,20 @@ class Launcher:
             if tensor.data_ptr() % ALIGNMENT:
                 self.check(args, out)  # raises unless the tensor is empty (nothing to load)
 
+    def check_indices(self, args) -> None:
+        """Debug mode: every index input's values within [0, bound); one min/max per index tensor (a sync)."""
+        for spec, tensor in zip(self.inputs, args):
+            if spec.bound is None or not tensor.numel():
+                continue
+            low, high = int(tensor.min()), int(tensor.max())
+            if low < 0 or high >= spec.bound:
+                self._fail(f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})")
+
     def _launch(self, tokens: int, device, tensors) -> None:
         if not tokens:
             return
+        if DEBUG:
+            self.check_indices(tensors[: len(self.inputs)])
         executable = self._executable(tokens)
         if device.index == torch.cuda.current_device():
             executable(*tensors)

@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, ValidationError, create_model
+from pydantic import Field, ValidationError, create_model, model_serializer
 
 from .errors import ChainError, SpecError, shown
 from .locate import line_of
@@ -35,14 +35,32 @@ NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at
 MAX_SPEC_BYTES = 64 * 1024
 
 
-# Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default.
+# Flags whose default depends on the chain (ops.OutputDecl.default): unset (None) until KernelSpec.requests
+# reads the chain.
+CHAIN_DEFAULT_FLAGS = frozenset(flag for flag, out in output_flags().items() if out.default)
+
+
+class _OutputFlags(Strict):
+    @model_serializer(mode="wrap")
+    def _unset_chain_defaults_left_out(self, handler):
+        # A spec that leaves such a flag unset dumps as it did before the flag existed, so its content
+        # hash (the identity) and its tuning key (tuning.problem_of) stay what they were.
+        return {key: value for key, value in handler(self).items() if not (value is None and key in CHAIN_DEFAULT_FLAGS)}
+
+
+# Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default
+# or defaulting by the chain (CHAIN_DEFAULT_FLAGS).
 Outputs = create_model(
     "Outputs",
-    __base__=Strict,
+    __base__=_OutputFlags,
     y=(Optional[bool], Field(default=None, json_schema_extra=described(
         "Write Y, the row after the last op that changes it (default: when the chain changes the row)."
     ))),
-    **{flag: (bool, Field(default=False, json_schema_extra=described(out.doc))) for flag, out in output_flags().items()},
+    **{
+        flag: (Optional[bool], Field(default=None, json_schema_extra=described(out.doc))) if flag in CHAIN_DEFAULT_FLAGS
+        else (bool, Field(default=False, json_schema_extra=described(out.doc)))
+        for flag, out in output_flags().items()
+    },
 )
 
 
@@ -95,6 +113,14 @@ class KernelSpec(Strict):
         if self.outputs.y is not None:
             return self.outputs.y
         return any(REGISTRY[op.kind].transforms_row for op in self.op)
+
+    def requests(self, flag: str) -> bool:
+        """Whether [outputs] `flag` is on: as set, else its declaration's default where an op of the chain
+        declares it."""
+        value = getattr(self.outputs, flag)
+        if value is not None:
+            return value
+        return any(out.flag == flag and out.default for op in self.op for out in REGISTRY[op.kind].outputs)
 
 
 def check_name(name: str) -> None:
@@ -153,7 +179,7 @@ def check_outputs(spec: KernelSpec) -> None:
             makers = sorted(op.kind for op in REGISTRY.values() if any(out.flag == flag for out in op.outputs))
             raise ChainError(f"outputs.{flag}", f"no op in this chain produces {flag}; it needs one of: {', '.join(makers)}")
     # An output without a flag is written whenever its op is in the chain.
-    written = [out for op in spec.op for out in REGISTRY[op.kind].outputs if out.flag is None or getattr(spec.outputs, out.flag)]
+    written = [out for op in spec.op for out in REGISTRY[op.kind].outputs if out.flag is None or spec.requests(out.flag)]
     if not (spec.writes_y or written):
         raise ChainError("outputs.y", "the kernel would write nothing: keep y = true or add an output")
 
@@ -162,7 +188,7 @@ def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContex
     return ChainContext(
         dtype=spec.dtype,
         hidden=spec.hidden,
-        outputs={"y": spec.writes_y, **{flag: getattr(spec.outputs, flag) for flag in output_flags()}},
+        outputs={"y": spec.writes_y, **{flag: spec.requests(flag) for flag in output_flags()}},
         layout=layout,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fusegen.tuning import TunedRoute
 
+ADD = {"kind": "add_residual"}
 RMS = {"kind": "rmsnorm"}
 LN = {"kind": "layernorm"}
 
@@ -114,6 +115,18 @@ PENDING_GPU_CASES = {
     "rms_gemma_offset_no_prefetch": case("weight_offset added where the weight is read (no staging), joint reduction", [{"kind": "rmsnorm", "weight_offset": 1.0}, quant()], hidden=1000, schedule={"prefetch": False, "joint_reduction": True}),
     "rms_gemma_offset_splitk": case("weight_offset in split-K's second pass, ragged last chunk", [{"kind": "rmsnorm", "weight_offset": 1.0}], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
     "rms_gemma_offset_naive": case("weight_offset in the naive variant", [{"kind": "rmsnorm", "weight_offset": -0.5}], "float16", 2048, schedule={"variant": "naive"}),
+    # The residual add before the norm (every decoder layer of Llama, Qwen, DeepSeek).
+    "add_rms_quant_token_bf16": case("residual add → RMSNorm → per-token e4m3 at Llama-3.1-8B's width: residual_out, Q, Scale", [ADD, RMS, quant()], outputs={"y": False}),
+    "add_rms_y_fp16": case("residual add → RMSNorm with Y and residual_out (test_add_residual runs it in place too)", [ADD, RMS], "float16"),
+    "add_ln_padded_block_m2": case("residual add → LayerNorm on a padded row (1000 → 1024), two rows per block: masked residual loads and stores, Mean", [ADD, LN], hidden=1000, outputs={"mean": True}, schedule={"block_m": 2}),
+    "add_fp32_no_residual_out": case("float32 stream (no rounding), residual_out off: only Y leaves", [ADD, RMS], "float32", 2048, outputs={"residual": False}),
+    "add_joint_fragment_7168": case("residual add before a joint reduction (fragment, weight staged): the add runs ahead of the norm's partials", [ADD, RMS, quant()], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True}),
+    "add_stream_joint_rope": case("residual add in the stream variant, read in place beside the ring, joint reduction, RoPE", [ADD, RMS, rope(64), quant()], outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
+    # RoPE reading cos/sin from a cos_sin_cache at each token's position (source = "cache").
+    "rope_cache_neox_tail_64_fp16": case("RMSNorm → tail NeoX 64 from a 131072-position cache, staged per block", [RMS, rope(64, source="cache", max_position=131072)], "float16"),
+    "rope_cache_gptj_head_bf16": case("head GPT-J 128 from the cache read in place (no prefetch), four rows per block: guarded gathers", [RMS, rope(128, span="head", style="gptj", source="cache", max_position=32768)], hidden=1024, schedule={"prefetch": False, "block_m": 4}),
+    "rope_cache_stream_quant": case("stream: each cache row cp.async-copied into the ring at the position read first", [RMS, rope(64, source="cache", max_position=8192), quant(128)], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
+    "rope_cache_edges_4096": case("a 4096-position cache; the sampler puts the first and last token at positions 0 and 4095", [rope(64, style="gptj", source="cache", max_position=4096), quant()], hidden=2048),
 }
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

@@ -32,7 +32,7 @@ def scale_spec(module) -> TensorSpec:
 @pytest.mark.parametrize("tokens, padded", [(0, 0), (1, 4), (3, 4), (4, 4), (5, 8), (255, 256), (4097, 4100)])
 def test_tokens_pad_to_four_floats_like_deepgemm(tokens, padded):
     """DeepGEMM's get_tma_aligned_size(M, 4) = align(M, 16 / 4)."""
-    out = allocate(TensorSpec("scale", torch.float32, ("m", 56), "column"), tokens, "cpu")
+    out = allocate(TensorSpec("scale", torch.float32, ("m", 56), layout="column"), tokens, "cpu")
     assert (tuple(out.shape), out.stride()) == ((tokens, 56), (1, padded))
 
 
@@ -109,7 +109,7 @@ def test_pinned_tokens_declare_the_padded_stride_as_a_number(tmp_path):
     module = checking.build_variant(spec(G128, tokens=999), tmp_path)
     source = (tmp_path / "column_scales" / "kernel.py").read_text()
     assert 'Scale: T.StridedTensor((999, 8), (1, 1000), "float32")' in source
-    assert module.OUTPUTS[-1] == TensorSpec("scale", torch.float32, ("m", 8), "column")
+    assert module.OUTPUTS[-1] == TensorSpec("scale", torch.float32, ("m", 8), layout="column")
 
 
 def test_dynamic_tokens_declare_the_padded_stride_for_tilelang_to_check(module):

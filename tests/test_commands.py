@@ -181,7 +181,7 @@ def test_schema_describes_every_key_with_its_allowed_values():
     assert props["spec.dtype"]["enum"] == ["float16", "bfloat16", "float32"]
     assert (props["spec.hidden"]["minimum"], props["spec.hidden"]["maximum"]) == (16, 65536)
     assert props["RopeSpec.style"]["enum"] == ["neox", "gptj"]
-    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {"rmsnorm", "layernorm", "rope", "quant_fp8"}
+    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {"add_residual", "rmsnorm", "layernorm", "rope", "quant_fp8"}
     assert schema["additionalProperties"] is False, "a misspelt key must be flagged by the editor too"
 
 

@@ -17,7 +17,7 @@ from fusegen.checking import build_variant, random_inputs
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
-# Options the examples do not reach: gptj and head spans, ue8m0 and e5m2, layernorm into quant, no weight/bias.
+# Options the examples do not reach: gptj and head spans, RoPE from a cos_sin_cache, ue8m0 and e5m2, layernorm into quant, no weight/bias.
 EXTRA_SPECS = [
     {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512,
      "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
@@ -30,11 +30,18 @@ EXTRA_SPECS = [
     {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
     {"name": "gemma_offset", "dtype": "bfloat16", "hidden": 640,
      "op": [{"kind": "rmsnorm", "weight_offset": 1.0}, {"kind": "quant_fp8", "group_size": 128, "scale_layout": "column"}]},
+    {"name": "add_rms_quant", "dtype": "bfloat16", "hidden": 512,
+     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm", "eps": 1e-5}, {"kind": "quant_fp8", "group_size": "token"}], "outputs": {"y": False}},
+    {"name": "add_ln", "dtype": "float16", "hidden": 1000, "op": [{"kind": "add_residual"}, {"kind": "layernorm"}], "outputs": {"rstd": True}},
+    {"name": "add_rms_no_stream", "dtype": "float32", "hidden": 256,
+     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm"}], "outputs": {"residual": False}},
+    {"name": "rope_cache_gptj_quant", "dtype": "bfloat16", "hidden": 512,
+     "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 4096}, {"kind": "quant_fp8", "group_size": 128}]},
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
 Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
-ROW_CHANGING_OPS = ("rmsnorm", "layernorm", "rope")
+ROW_CHANGING_OPS = ("add_residual", "rmsnorm", "layernorm", "rope")
 
 
 def fresh_seed() -> int:
@@ -52,6 +59,8 @@ def outputs_asked_for(spec: dict, tokens: int) -> dict[str, tuple[tuple[int, ...
         writes_y = any(op["kind"] in ROW_CHANGING_OPS for op in spec["op"])
     asked = {"y": ((tokens, hidden), getattr(torch, spec["dtype"]))} if writes_y else {}
     asked |= {stat: ((tokens,), torch.float32) for stat in ("mean", "rstd") if flags.get(stat)}
+    if any(op["kind"] == "add_residual" for op in spec["op"]) and flags.get("residual") is not False:
+        asked["residual_out"] = ((tokens, hidden), getattr(torch, spec["dtype"]))
     for op in (op for op in spec["op"] if op["kind"] == "quant_fp8"):
         group = hidden if op["group_size"] == "token" else op["group_size"]
         fp8 = torch.float8_e5m2 if op.get("fp8") == "e5m2" else torch.float8_e4m3fn
@@ -77,6 +86,9 @@ def test_reference_matches_float64_oracle(spec, scratch):
     if "y" in got:
         rel = Y_TOLERANCE[spec["dtype"]]
         torch.testing.assert_close(got["y"].double(), want["y"], rtol=rel, atol=rel)
+    if "residual_out" in got:
+        # One rounding of a sum float64 holds exactly: the reference's float32 sum rounds to the same value.
+        assert torch.equal(got["residual_out"], want["residual_out"])
     for stat in ("mean", "rstd"):
         if stat in got:
             torch.testing.assert_close(got[stat].double(), want[stat], rtol=1e-5, atol=1e-6)

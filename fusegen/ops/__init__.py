@@ -40,6 +40,7 @@ class Place:
     role: str  # what the ops of this place do, for messages naming several kinds
 
 
+RESIDUAL_ADD = Place(10, "residual add")
 NORMALIZE = Place(20, "normalization")
 ROTATE = Place(30, "rotation")
 QUANTIZE = Place(40, "quantisation")
@@ -104,21 +105,28 @@ class Tolerance(Protocol):
 @dataclass(frozen=True)
 class OutputDecl:
     """An output an op may write: `flag` is the [outputs] key that asks for it (None: written whenever the
-    op is in the chain), `doc` says what it is (the key's description), `tolerance` how it is compared."""
+    op is in the chain), `doc` says what it is (the key's description), `tolerance` how it is compared.
+    `default`: what the flag means when the spec leaves it out and the op is in the chain (the updated
+    residual stream is what a residual add is for, so it leaves unless turned off)."""
 
     arg: str
     flag: str | None
     doc: str
     tolerance: Tolerance
     fp8: bool = False  # an fp8 tensor: what "fp8" means to a user who types it as an activation dtype
+    default: bool = False
 
 
 class Draw(Protocol):
-    """Fresh random tensors from one seeded generator (float32, on the CPU)."""
+    """Fresh random tensors from one seeded generator (float32 unless said otherwise, on the CPU)."""
 
     def normal(self, shape: tuple[int, ...]) -> torch.Tensor: ...
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor: ...
+
+    def integers(self, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """int64 values uniform in [0, high)."""
+        ...
 
 
 WholeKernel = Callable[[Stage, "KernelFrame", str], list[str]]  # (stage, frame, activation dtype) -> lines
@@ -158,6 +166,12 @@ class Op(ABC, Generic[S]):
     place: ClassVar[Place]
     transforms_row: ClassVar[bool]  # writes a new row value rather than side outputs only
     outputs: ClassVar[tuple[OutputDecl, ...]] = ()
+    # The output holding exactly the row this op hands on: run alone, the op writes the row once, under
+    # this name, and the next op reads it (the ledger's unfused chain).
+    row_output: ClassVar[str | None] = None
+    # Inputs the prologue stages next to the row when prefetching. False: the op's fragment reads its
+    # inputs itself, in the row's layout (a second row, which staging would only copy once more).
+    staged_inputs: ClassVar[bool] = True
     linear: ClassVar[bool] = False  # commutes with scaling the row by a per-row factor (may sit inside a joint reduction)
     joint: ClassVar[JointReduction | None] = None
     whole_kernel_variants: ClassVar[Mapping[str, WholeKernel]] = {}
@@ -250,4 +264,4 @@ def joint_chain() -> str:
     return f"{' | '.join(opens)} → [{' | '.join(between)}] → {' | '.join(closes)}"
 
 
-from . import layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)
+from . import add_residual, layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)

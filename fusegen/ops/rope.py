@@ -1,4 +1,6 @@
-"""Rotary position embedding on a span of rope_dim columns, cos/sin given per token (float32, (M, rope_dim/2)).
+"""Rotary position embedding on a span of rope_dim columns. cos/sin come per token (float32, (M,
+rope_dim/2)), or from a cos_sin_cache (max_position, rope_dim) float32 at each token's position: cos in
+the first rope_dim/2 columns, sin in the rest, the layout of vLLM's RotaryEmbedding.cos_sin_cache.
 
 neox pairs column p with p + rope_dim/2; gptj pairs 2p with 2p + 1 (DeepSeek MLA's tail RoPE is gptj).
 """
@@ -6,9 +8,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal
+from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from ..codegen import KernelFrame
 from ..cuda_checks import Check
@@ -16,8 +18,17 @@ from ..model import Dim, Layout, Schedule, Scratch, Stage, Tensor
 from . import ROTATE, ChainContext, Op, OpSpec, described, kind_field, register
 
 WARP_LANES = 32
-# The seed's small shape rotates 32 columns (of 256).
+# The seed's small shape rotates 32 columns (of 256), from a cache of at most 64 positions.
 SMALL_ROPE_DIM = 32
+SMALL_MAX_POSITION = 64
+# 2^24 positions: above the longest context a model serves (10M tokens, Llama 4 Scout), and the bound
+# at which a float32 still holds every position exactly (cos_sin_cache is built from p · θ in fp32).
+MAX_POSITION = 1 << 24
+# The cache's element index max_position × rope_dim must fit int32: TileLang's buffer shapes and
+# flattened indices are int32 (the position itself is read as int64, so p × rope_dim is int64 math).
+MAX_CACHE_ELEMENTS = 2**31 - 1
+# The base of the angles θ_j = base^(-2j/d) of the test cache (Llama's 10000; Qwen3 uses 1e6).
+SAMPLE_ROPE_BASE = 10000.0
 
 
 class RopeSpec(OpSpec):
@@ -28,6 +39,24 @@ class RopeSpec(OpSpec):
     )
     span: Literal["tail", "head"] = Field(default="tail", json_schema_extra=described("Which rope_dim columns rotate: tail = the last ones, head = the first ones."))
     style: Literal["neox", "gptj"] = Field(default="neox", json_schema_extra=described("Pairs rotated together: neox = (p, p + rope_dim/2), gptj = (2p, 2p+1)."))
+    source: Literal["per_token", "cache"] = Field(default="per_token", json_schema_extra=described(
+        "Where cos/sin come from: per_token = inputs cos, sin (M, rope_dim/2) float32; cache = inputs positions (M,) int64 "
+        "and cos_sin_cache (max_position, rope_dim) float32, cos in the first half of a row, sin in the second (vLLM's layout)."
+    ))
+    max_position: Optional[int] = Field(
+        default=None, ge=1, le=MAX_POSITION, description=f"an integer from 1 to {MAX_POSITION} (2^24)",
+        json_schema_extra=described("Rows of cos_sin_cache (source = \"cache\"): positions lie in [0, max_position)."),
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_per_token_defaults(self, handler):
+        # A per-token RoPE serialises as before source existed: the canonical spec keys the kernel's
+        # identity and its tuning.json entries, which the GPU measured and this machine cannot redo.
+        data = handler(self)
+        if self.source == "per_token":
+            data.pop("source", None)
+            data.pop("max_position", None)
+        return data
 
 
 def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
@@ -36,6 +65,16 @@ def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
         problems.append(("rope_dim", f"must be even (columns rotate in pairs), got {op.rope_dim}"))
     if op.rope_dim > ctx.hidden:
         problems.append(("rope_dim", f"must be at most hidden = {ctx.hidden}, got {op.rope_dim}"))
+    if op.source == "cache" and op.max_position is None:
+        problems.append(("max_position", "is required with source = \"cache\": the rows of cos_sin_cache (positions lie in [0, max_position))"))
+    if op.source == "per_token" and op.max_position is not None:
+        problems.append(("max_position", "applies to source = \"cache\" only (the rows of cos_sin_cache); with per-token cos and sin there is no cache"))
+    if op.max_position is not None and op.max_position * op.rope_dim > MAX_CACHE_ELEMENTS:
+        problems.append((
+            "max_position",
+            f"times rope_dim must be at most 2^31 − 1 (the cache's element index is int32 in TileLang): {op.max_position} × "
+            f"{op.rope_dim} = {op.max_position * op.rope_dim}; at most {MAX_CACHE_ELEMENTS // op.rope_dim} positions at rope_dim {op.rope_dim}",
+        ))
     return problems
 
 
@@ -43,13 +82,34 @@ def span_start(op_params: dict, hidden: int) -> int:
     return hidden - op_params["rope_dim"] if op_params["span"] == "tail" else 0
 
 
-def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
+def is_cached(op_params: dict) -> bool:
+    """Whether a spec's JSON form or a stage's params read cos/sin from the cache (a per-token RoPE
+    carries no source key: RopeSpec's serialiser)."""
+    return op_params.get("source") == "cache"
+
+
+def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
+    """The kernel inputs cos/sin come from, in the contract's order."""
+    if op.source == "cache":
+        return (
+            Tensor("Positions", "positions", "int64", (Dim(tokens=True),), "input", f"each token's position, its row of cos_sin_cache, in [0, {op.max_position})"),
+            Tensor(
+                "CosSinCache", "cos_sin_cache", "float32", (Dim(size=op.max_position), Dim(size=op.rope_dim)), "input",
+                "cos(θ) per position and pair in the first rope_dim/2 columns, sin(θ) in the rest; read at the tokens' positions only",
+                index="Positions",
+            ),
+        )
     half = op.rope_dim // 2
-    cos_sin = tuple(
+    return tuple(
         Tensor(param, param.lower(), "float32", (Dim(tokens=True), Dim(size=half)), "input", f"{param.lower()}(θ) per token and pair")
         for param in ("Cos", "Sin")
     )
+
+
+def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style}
+    if op.source == "cache":
+        params |= {"source": op.source, "max_position": op.max_position}
     start = span_start(params, ctx.hidden)
     shuffle = shuffle_pairing(params, ctx.layout)
     if shuffle is not None:
@@ -74,7 +134,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         kind="rope",
         summary=f"RoPE({op.style}, {op.span} {op.rope_dim} columns [{start}, {start + op.rope_dim}))",
         params=params,
-        inputs=cos_sin,
+        inputs=angle_inputs(op),
         scratch=scratch,
         decisions=(decision,),
     )
@@ -123,11 +183,21 @@ def _pair_terms(style: str, half: int) -> tuple[str, str]:
     return "T.if_then_else(j % 2 == 0, -rope_span[i, j + 1], rope_span[i, j - 1])", "j // 2"
 
 
+def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
+    if is_cached(stage.params):
+        half = stage.params["rope_dim"] // 2
+        return (
+            frame.row_param("CosSinCache", pair, index="Positions"),
+            frame.row_param("CosSinCache", f"{half} + {pair}", index="Positions"),
+        )
+    return frame.row_param("Cos", pair), frame.row_param("Sin", pair)
+
+
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     dim = stage.params["rope_dim"]
     start = span_start(stage.params, frame.hidden)
     partner, pair = _pair_terms(stage.params["style"], dim // 2)
-    cos, sin = frame.row_param("Cos", pair), frame.row_param("Sin", pair)
+    cos, sin = _cos_sin(stage, frame, pair)
     value = f"row[i, {start} + j]"
     first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
     sign = [
@@ -156,6 +226,7 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     dim = stage.params["rope_dim"]
     start = span_start(stage.params, hidden)
     half = dim // 2
+    gather = [f"cos, sin = cos_sin_cache[positions, :{half}], cos_sin_cache[positions, {half}:]"] if is_cached(stage.params) else []
     if stage.params["style"] == "neox":
         split = [f"first, second = span[:, :{half}], span[:, {half}:]"]
         join = "torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)"
@@ -163,6 +234,7 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
         split = ["first, second = span[:, 0::2], span[:, 1::2]"]
         join = "torch.stack([first * cos - second * sin, second * cos + first * sin], dim=-1).flatten(1)"
     return [
+        *gather,
         f"span = v[:, {start}:{start + dim}]",
         *split,
         "v = v.clone()",
@@ -187,6 +259,18 @@ def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
     )
 
 
+def check_cache_gather(source: str) -> Check:
+    """Every read of cos_sin_cache (a load or a cp.async) is addressed by the token's position, so the
+    kernel reads the M rows the ledger counts, never the table by token index."""
+    reads = [line for line in source.splitlines() if "CosSinCache[" in line]
+    gathered = [line for line in reads if "Positions[" in line]
+    return Check(
+        "RoPE cache read at the tokens' positions",
+        bool(reads) and len(gathered) == len(reads),
+        f"{len(gathered)} of {len(reads)} cos_sin_cache read(s) indexed by Positions",
+    )
+
+
 class Rope(Op[RopeSpec]):
     kind = "rope"
     spec = RopeSpec
@@ -195,7 +279,8 @@ class Rope(Op[RopeSpec]):
     linear = True
     readme_keys = (
         "`rope_dim` (even, ≤ hidden), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
-        "\\| `gptj` (pair 2p, 2p+1)"
+        "\\| `gptj` (pair 2p, 2p+1), `source` = `per_token` (inputs cos, sin) \\| `cache` (inputs positions, cos_sin_cache), "
+        "`max_position` (1 … 2²⁴, max_position · rope_dim < 2³¹; required with cache)"
     )
     check = staticmethod(check)
     plan = staticmethod(plan)
@@ -206,7 +291,7 @@ class Rope(Op[RopeSpec]):
     def oracle_step(self, v, op, inputs):
         d, n = op["rope_dim"], v.shape[1]
         start = n - d if op["span"] == "tail" else 0
-        cos, sin = inputs["cos"].double(), inputs["sin"].double()
+        cos, sin = self.angles(op, inputs)
         out = v.clone()
         for p in range(d // 2):
             a, b = (start + p, start + p + d // 2) if op["style"] == "neox" else (start + 2 * p, start + 2 * p + 1)
@@ -214,16 +299,47 @@ class Rope(Op[RopeSpec]):
             out[:, b] = v[:, b] * cos[:, p] + v[:, a] * sin[:, p]
         return out, {}
 
+    @staticmethod
+    def angles(op, inputs):
+        """(cos, sin) float64 (M, rope_dim/2): the inputs, or row positions[r] of the cache for token r."""
+        import torch
+
+        if not is_cached(op):
+            return inputs["cos"].double(), inputs["sin"].double()
+        half, cache, positions = op["rope_dim"] // 2, inputs["cos_sin_cache"].double(), inputs["positions"]
+        rows = [cache[int(positions[r])] for r in range(positions.shape[0])]
+        cos = torch.stack([row[:half] for row in rows]) if rows else cache.new_zeros((0, half))
+        sin = torch.stack([row[half:] for row in rows]) if rows else cache.new_zeros((0, half))
+        return cos, sin
+
     def sample_inputs(self, op, shapes, draw):
-        """cos and sin of real angles, so each pair rotates without scaling."""
-        angle = draw.uniform(shapes["cos"]) * (2 * math.pi)
-        return {"cos": angle.cos(), "sin": angle.sin()}
+        """cos and sin of real angles, so each pair rotates without scaling. The cache holds a model's
+        real table, cos(p·θ_j) | sin(p·θ_j) with θ_j = base^(-2j/d); positions are random, the first
+        and last token at the cache's edges 0 and max_position − 1, where an off-by-one shows."""
+        if not is_cached(op):
+            angle = draw.uniform(shapes["cos"]) * (2 * math.pi)
+            return {"cos": angle.cos(), "sin": angle.sin()}
+        import torch
+
+        rows, dim = shapes["cos_sin_cache"]
+        theta = SAMPLE_ROPE_BASE ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        angle = torch.arange(rows, dtype=torch.float64)[:, None] * theta
+        positions = draw.integers(rows, shapes["positions"])
+        if positions.numel():
+            positions[0], positions[-1] = 0, rows - 1
+        return {"positions": positions, "cos_sin_cache": torch.cat([angle.cos(), angle.sin()], dim=-1).float()}
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
-        return [check_pairing(source, stage.params, schedule.vector_elems)]
+        checks = [check_pairing(source, stage.params, schedule.vector_elems)]
+        if is_cached(stage.params):
+            checks.append(check_cache_gather(source))
+        return checks
 
     def small_variant(self, op, hidden):
-        return {**op, "rope_dim": SMALL_ROPE_DIM}
+        small = {**op, "rope_dim": SMALL_ROPE_DIM}
+        if is_cached(op):
+            small["max_position"] = min(op["max_position"], SMALL_MAX_POSITION)
+        return small
 
 
 OP = register(Rope())
