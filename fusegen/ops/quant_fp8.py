@@ -176,7 +176,6 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
     row after its amax was taken, so the amax is multiplied by it too."""
     p = stage.params
     bm, cols = frame.bm, frame.columns
-    fp8_max = literal(p["fp8_max"])
     if _per_token(stage):
         at, each_group, at_column = "i", f"for i in T.Parallel({bm}):", "i"
         store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
