@@ -553,7 +553,7 @@ def run_case(case: Case) -> Case:
             case.outcome = "unclean"
             case.detail = f"exit {code}" + (f"; wrote {', '.join(ascii(p) for p in out_written[:3])}" if out_written else "")
     finally:
-        for directory, dirs, files in os.walk(root):
+        for directory, dirs, _files in os.walk(root):
             for name in dirs:
                 path = Path(directory) / name
                 if not path.is_symlink():

@@ -45,11 +45,11 @@ def test_unfused_adds_one_round_trip_per_op_boundary():
 @pytest.mark.parametrize("group, scales", [("token", 1), (128, 32), (64, 64)])
 def test_scale_bytes_follow_group_size(group, scales):
     p = make([{"kind": "rmsnorm"}, {"kind": "quant_fp8", "group_size": group}], y=False)
-    line = next(l for l in p.ledger.fused if l.tensor == "scale")
+    line = next(entry for entry in p.ledger.fused if entry.tensor == "scale")
     assert line.bytes_per_token == 4 * scales
 
 
 def test_layernorm_statistics_are_counted_once():
     p = make([{"kind": "layernorm"}], mean=True, rstd=True)
-    writes = {l.tensor: l.bytes_per_token for l in p.ledger.fused if l.direction == "write"}
+    writes = {entry.tensor: entry.bytes_per_token for entry in p.ledger.fused if entry.direction == "write"}
     assert writes == {"y": 4096 * 2, "mean": 4, "rstd": 4}
