@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .errors import one_line, shown
+from .strict import Strict
 
 # A time or a bandwidth: positive and finite (the tables divide by the median and the copy ceiling). The
 # bounds check what `fusegen record` reads back from a bench.json; `fusegen bench` builds rows directly.
@@ -32,10 +33,9 @@ class Row:
     schedule: str = ""  # the program that served this count (fusegen rows)
 
 
-class BenchResults(BaseModel):
+class BenchResults(Strict):
     """bench.json as `fusegen bench` writes it."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     environment: dict[str, str | None]
     copy_tb_per_s: Measured
     rows: list[Row]

@@ -6,7 +6,8 @@ import json
 from .codegen import STREAM_GRID, KernelFrame, constant_line, escaped, indent, string_literal
 from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
-from .plan import joint_span, plan_as_dict, staged_inputs
+from .plan import plan_as_dict, staged_inputs
+from .schedule import joint_span
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 # The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the

@@ -22,7 +22,8 @@ from pydantic import ValidationError
 
 from .errors import ChainError, SpecError, one_line
 from .model import Plan, TokenRange
-from .plan import plan, thread_counts
+from .plan import plan
+from .schedule import thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,

@@ -37,13 +37,22 @@ def inputs(module, tokens, seed=0):
     return checking.random_inputs(module, tokens, torch.Generator().manual_seed(seed))
 
 
-def opcheck(module):
-    args = inputs(module, 16)
-    out = checking.poisoned_outputs(module, 16)
-    return {
-        "functional": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op, tuple(args)).items()},
-        "out": {k: str(v) for k, v in torch.library.opcheck(module.launcher.op_out, (*args, *out)).items()},
-    }
+def opcheck(op, args):
+    return {k: str(v) for k, v in torch.library.opcheck(op, tuple(args)).items()}
+
+
+def opcheck_out(module):
+    """opcheck of the out variant. Its test_schema compares each mutated argument before and after with
+    arithmetic that torch does not implement for fp8 tensors ("mul_cuda" not implemented for
+    Float8_e4m3fn, seen on the H200), so a kernel writing fp8 runs the other three tests and says why."""
+    args = [*inputs(module, 16), *checking.poisoned_outputs(module, 16)]
+    writes_fp8 = any(spec.dtype.itemsize == 1 and spec.dtype.is_floating_point for spec in module.OUTPUTS)
+    tests = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic") if writes_fp8 else None
+    results = {k: str(v) for k, v in torch.library.opcheck(module.launcher.op_out, tuple(args), test_utils=tests or
+                                                           torch.library._OPCHECK_DEFAULT_UTILS).items()}
+    if writes_fp8:
+        results["test_schema"] = "not run: torch cannot compare fp8 tensors in it"
+    return results
 
 
 def compiled_runs(module, mode):
@@ -106,7 +115,8 @@ def main(path: str) -> None:
     for name in KERNELS:
         module = importlib.import_module(f"generated.{name}")
         part = results[name] = {}
-        recorded(part, "opcheck", lambda: opcheck(module))
+        recorded(part, "opcheck", lambda: opcheck(module.launcher.op, inputs(module, 16)))
+        recorded(part, "opcheck out variant", lambda: opcheck_out(module))
         recorded(part, "fullgraph", lambda: compiled_runs(module, None))
         recorded(part, "fullgraph reduce-overhead", lambda: compiled_runs(module, "reduce-overhead"))
         recorded(part, "host us per call", lambda: host_cost(module))

@@ -96,12 +96,7 @@ CASES = {
     # RoPE partners by warp shuffle where the lanes allow it, through shared memory where they do not (step 15).
     "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
     "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
-}
-
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them.
-PENDING_GPU_CASES = {
+    # Passed on the H200 (2026-12-01): add_residual, rope source = cache, column scales, weight_offset.
     # Column-major, TMA-aligned scales (scale_layout = "column"): 1, 3 and 255 tokens pad the column.
     "quant_column_g128_bf16_7168": case("DeepSeek-V3's activation quant: group 128, scales column-major for the FP8 GEMM", [RMS, quant(128, scale_layout="column")], hidden=7168, outputs={"y": False}),
     "quant_column_g128_fp16_ue8m0": case("column-major power-of-two scales with Y written", [RMS, rope(64), quant(128, scale="ue8m0", scale_layout="column")], "float16"),
@@ -128,6 +123,11 @@ PENDING_GPU_CASES = {
     "rope_cache_stream_quant": case("stream: each cache row cp.async-copied into the ring at the position read first", [RMS, rope(64, source="cache", max_position=8192), quant(128)], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
     "rope_cache_edges_4096": case("a 4096-position cache; the sampler puts the first and last token at positions 0 and 4095", [rope(64, style="gptj", source="cache", max_position=4096), quant()], hidden=2048),
 }
+
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them.
+PENDING_GPU_CASES: dict = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

@@ -2,6 +2,7 @@
 values agree within fp32 noise of their group's range (near zero in e5m2); a real error must fail."""
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +22,15 @@ def quantize(values: torch.Tensor):
     return (values / scale).to(FP8), scale
 
 
+def seeded() -> torch.Generator:
+    """A fresh generator whose seed is printed: pytest shows it with a failure, so the draw can be replayed."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"inputs drawn with seed {seed}")
+    return torch.Generator().manual_seed(seed)
+
+
 def fresh_values() -> torch.Tensor:
-    return torch.randn(16, 1024, generator=torch.Generator().manual_seed(int(torch.randint(1 << 30, ())))) * 3
+    return torch.randn(16, 1024, generator=seeded()) * 3
 
 
 def compare(values: torch.Tensor, kernel_values: torch.Tensor) -> None:
@@ -67,7 +75,7 @@ def tie_heavy_row():
     """Scaled values (scale 1) whose row 1 holds twelve exact midpoints between e4m3 codes 1.0 and 1.125:
     round-to-nearest-even gives 1.0; a kernel an fp32 ulp above gives 1.125. 12 of 8192 codes exceeds
     MAX_CODE_MISMATCH on its own."""
-    values = torch.rand(4, 2048, generator=torch.Generator().manual_seed(int(torch.randint(1 << 30, ())))) * 400 - 200
+    values = torch.rand(4, 2048, generator=seeded()) * 400 - 200
     values[:, 0] = 448.0
     values[1, 10:22] = 1.0625
     kernel_codes = values.to(E4M3)
@@ -126,8 +134,8 @@ def test_the_joint_kernels_rounding_ties_pass_and_a_bias_of_one_percent_fails(se
     spec = {"name": "joint_ties", "dtype": "bfloat16", "hidden": 7168, "outputs": {"y": False},
             "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}]}
     module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
-    seed = seed if seed is not None else int(torch.randint(1 << 30, ()))
-    inputs = checking.random_inputs(module, 1, torch.Generator().manual_seed(seed), device="cpu")
+    generator = torch.Generator().manual_seed(seed) if seed is not None else seeded()
+    inputs = checking.random_inputs(module, 1, generator, device="cpu")
     exact = checking.oracle_of(module, inputs)
     checking.compare(module, joint_kernel_emulation(module, inputs), list(module.reference(*inputs)), "bfloat16", exact)
     with pytest.raises(AssertionError, match="not at their rounding midpoint"):

@@ -73,7 +73,8 @@ def test_stream_compiles_at_its_token_bound_named_min(scratch):
     """The stream program's int32 token index at the largest count the planner allows (plan.stream_token_limit),
     under the name of the builtin its pinned grid is sized with; one more is a spec error naming tokens."""
     from fusegen.errors import ChainError
-    from fusegen.plan import plan, stream_token_limit
+    from fusegen.plan import plan
+    from fusegen.schedule import stream_token_limit
 
     spec = _one_rmsnorm_or_chain("min", "stream", 1)
     schedule = plan(spec, "x").schedule
