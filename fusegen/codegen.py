@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Layout, Scratch, exchange_buffer, partial_buffers
+from .model import Constant, Layout, Scratch, exchange_buffer, partial_buffers
 
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
 STREAM_GRID = "_grid"
+# The module-level name of the row's width (kernel.py binds it); fragments write it where they use the width.
+HIDDEN = "HIDDEN"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 
@@ -38,6 +40,13 @@ def string_literal(text: str) -> str:
 def literal(value: float) -> str:
     """A float as Python source that round-trips exactly (repr of a finite float always does)."""
     return repr(float(value))
+
+
+def constant_line(constant: Constant) -> str:
+    """`NAME = value  # doc`: an int as written, a float through `literal`, the doc escaped."""
+    value = constant.value
+    rendered = str(value) if isinstance(value, int) and not isinstance(value, bool) else literal(value)
+    return f"{constant.name} = {rendered}  # {escaped(constant.doc)}"
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ class KernelFrame:
         name, cols = self.staged(param), self.columns
         load = self.float_with_offset(f"{param}[j]", offset) if offset else f"{param}[j]"
         if self.layout.pads_columns:
-            load = f"T.if_then_else(j < {self.hidden}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
+            load = f"T.if_then_else(j < {HIDDEN}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
         return [
             self.alloc(name),
             # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
@@ -199,7 +208,7 @@ class KernelFrame:
         of cp.async groups (empty ones past the last token), so waiting for all but the newest
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
         the chain 4 spaces under it."""
-        rings = [("X", "x_ring", self.hidden, None)] + [(t.param, self.staged(t.param), t.shape[1].size, t.index) for t in per_token]
+        rings = [("X", "x_ring", HIDDEN, None)] + [(t.param, self.staged(t.param), t.shape[1].size, t.index) for t in per_token]
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
             copies = [
@@ -213,7 +222,7 @@ class KernelFrame:
 
         load = "x_ring[slot, j]"
         if self.layout.pads_columns:
-            load = f'T.if_then_else(j < {self.hidden}, T.cast({load}, "float32"), 0.0)'
+            load = f'T.if_then_else(j < {HIDDEN}, T.cast({load}, "float32"), 0.0)'
         ahead, grid = slots - 1, STREAM_GRID
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
@@ -245,7 +254,7 @@ class KernelFrame:
         if self.prefetch:
             return f"{self.staged(param)}[{col}]"
         if self.layout.pads_columns:
-            return f'T.if_then_else({col} < {self.hidden}, T.cast({param}[{col}], "float32"), 0.0)'
+            return f'T.if_then_else({col} < {HIDDEN}, T.cast({param}[{col}], "float32"), 0.0)'
         return f"{param}[{col}]"
 
     def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:

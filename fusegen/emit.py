@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .codegen import STREAM_GRID, KernelFrame, escaped, indent, string_literal
+from .codegen import STREAM_GRID, KernelFrame, constant_line, escaped, indent, string_literal
 from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
 from .plan import plan_as_dict, staged_inputs
@@ -202,7 +202,7 @@ def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
 
 def _grid(plan: Plan, s: Schedule) -> str:
     if s.variant != "stream":
-        return f"T.ceildiv({_tokens_symbol(plan)}, {s.block_m})"
+        return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, {s.block_m})"
     # Never more blocks than tokens: every block owns at least its first row.
     return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 
@@ -223,6 +223,7 @@ def kernel_module(plan: Plan) -> str:
         f"NAME = {string_literal(plan.name)}",
         f"IDENTITY = {string_literal(plan.identity)}",
         f"HIDDEN = {plan.hidden}",
+        *(constant_line(c) for stage in plan.stages for c in stage.constants),
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
         f"INPUTS = ({', '.join(_tensor_spec(t, _index_bounds(plan.inputs).get(t.param)) for t in plan.inputs)},)",

@@ -206,6 +206,17 @@ class Ledger:
 
 
 @dataclass(frozen=True)
+class Constant:
+    """A value a reader of kernel.py looks for (an eps, the fp8 maximum, the RoPE span's start), bound
+    to `name` at the top of the module; the op's fragments refer to it by that name. TileLang folds
+    Python constants when it traces a program, so naming one leaves the CUDA as a literal would."""
+
+    name: str  # an upper-case identifier fixed by the op's module, unique in the chain (each op runs once)
+    value: int | float  # validated by the spec
+    doc: str
+
+
+@dataclass(frozen=True)
 class Stage:
     """One op of the chain as the planner placed it; `params` holds the op's own settings."""
 
@@ -218,6 +229,7 @@ class Stage:
     scratch: tuple[Scratch, ...] = ()
     reductions: tuple[Reduction, ...] = ()
     decisions: tuple[str, ...] = ()
+    constants: tuple[Constant, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal
+from ..codegen import HIDDEN, KernelFrame, literal
 from ..cuda_checks import Check, fragment_vector_store
-from ..model import Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Reduction, Schedule, Scratch, Stage, Tensor
 from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, register
 from .rmsnorm import EPS_FIELD, EPS_RANGE, RSTD, STAT, rstd_tensor, sample_weight, weight_tensor
 
@@ -60,15 +60,16 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
             "variance from the centred values held in registers (two reductions, one read of x): exact where "
             "E[x²] − mean² would cancel catastrophically for rows with a large mean",
         ),
+        constants=(Constant("EPS", op.eps, "LayerNorm: added to the variance under the square root"),),
     )
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    bm, cols, n = frame.bm, frame.columns, frame.hidden
+    bm, cols = frame.bm, frame.columns
     centered = "row[i, j] - mean[i]"
     if frame.layout.pads_columns:
         # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance.
-        centered = f"T.if_then_else(j < {n}, row[i, j] - mean[i], 0.0)"
+        centered = f"T.if_then_else(j < {HIDDEN}, row[i, j] - mean[i], 0.0)"
     affine = "row[i, j] * rstd[i]"
     if stage.params["weight"]:
         affine += f" * {frame.column_param('Weight')}"
@@ -80,14 +81,14 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         frame.alloc("rstd"),
         *frame.row_reduce("row", "mean", "sum", "row_sum"),
         f"for i in T.Parallel({bm}):",
-        f"    mean[i] = mean[i] / {n}",
+        f"    mean[i] = mean[i] / {HIDDEN}",
         f"for i, j in T.Parallel({bm}, {cols}):",
         f"    row[i, j] = {centered}",
         f"for i, j in T.Parallel({bm}, {cols}):",
         "    centered_sq[i, j] = row[i, j] * row[i, j]",
         *frame.row_reduce("centered_sq", "rstd", "sum", "centered_sum"),
         f"for i in T.Parallel({bm}):",
-        f"    rstd[i] = T.rsqrt(rstd[i] / {n} + {literal(stage.params['eps'])})",
+        f"    rstd[i] = T.rsqrt(rstd[i] / {HIDDEN} + EPS)",
     ]
     if stage.params["writes_mean"]:
         lines += frame.store_per_row("Mean", "mean[i]")

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..codegen import KernelFrame, literal, string_literal
 from ..cuda_checks import Check, row_access
-from ..model import DTYPE_BYTES, Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import DTYPE_BYTES, Constant, Dim, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
 from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
@@ -101,6 +101,12 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         "scale_layout": op.scale_layout,
     }
     scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, padded_groups)
+    constants = (
+        Constant("FP8_MAX", FP8_MAX[op.fp8], f"the largest finite {op.fp8}: a group's amax maps to it"),
+        Constant("AMAX_FLOOR", op.amax_floor, "an all-zero group's amax, so its scale stays a normal float32"),
+    )
+    if not per_token:
+        constants += (Constant("GROUP_SIZE", op.group_size, "consecutive columns sharing one scale"),)
     return Stage(
         index=index,
         kind="quant_fp8",
@@ -136,6 +142,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
                 "axis, so a group's threads combine by warp shuffles and no group value leaves registers"
             ),
         ),
+        constants=constants,
     )
 
 
@@ -146,7 +153,8 @@ POWER_OF_TWO_CEIL = (0x7FFFFF, 0x7F800000)
 
 
 def _scale_expr(params: dict, amax: str) -> str:
-    scale = f"T.max({amax}, {literal(params['amax_floor'])}) / {literal(params['fp8_max'])}"
+    """The kernel's scale from a group's amax (AMAX_FLOOR and FP8_MAX: the stage's constants)."""
+    scale = f"T.max({amax}, AMAX_FLOOR) / FP8_MAX"
     if params["scale"] == "ue8m0":
         carry, exponent = POWER_OF_TWO_CEIL
         bits = f'T.reinterpret({scale}, "int32")'
@@ -180,8 +188,8 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
         at, each_group, at_column = "i", f"for i in T.Parallel({bm}):", "i"
         store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
     else:
-        g, groups = p["group_size"], p["padded_groups"]
-        at, each_group, at_column = "i, k", f"for i, k in T.Parallel({bm}, {groups}):", f"i, j // {g}"
+        groups = p["padded_groups"]
+        at, each_group, at_column = "i, k", f"for i, k in T.Parallel({bm}, {groups}):", "i, j // GROUP_SIZE"
         store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
     amax = f"group_scale[{at}]" + (f" * {row_scale}[i]" if row_scale else "")
     return [
@@ -204,7 +212,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
     else:
         # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
-        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, {stage.params['group_size']})), group_scale, dim=2)"]
+        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, GROUP_SIZE)), group_scale, dim=2)"]
     return [*_declare(frame), *reduce, *_quantize(stage, frame)]
 
 

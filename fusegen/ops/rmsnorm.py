@@ -5,9 +5,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal, string_literal
+from ..codegen import HIDDEN, KernelFrame, literal, string_literal
 from ..cuda_checks import Check, fragment_vector_store
-from ..model import Dim, Layout, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Layout, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
 from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
@@ -85,6 +85,7 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch("rstd", "fragment", (ctx.block_m,), "float32", "one reciprocal RMS per row, replicated across the row's threads"),
         ),
         reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", "row", partials="sumsq"),),
+        constants=(Constant("EPS", op.eps, "RMSNorm: added to mean(x²) under the square root"),),
     )
 
 
@@ -105,7 +106,7 @@ def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
 def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
     lines = [
         f"for i in T.Parallel({frame.bm}):",
-        f"    rstd[i] = T.rsqrt(rstd[i] / {frame.hidden} + {literal(stage.params['eps'])})",
+        f"    rstd[i] = T.rsqrt(rstd[i] / {HIDDEN} + EPS)",
     ]
     if stage.params["writes_rstd"]:
         lines += frame.store_per_row("Rstd", "rstd[i]")
@@ -185,7 +186,7 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         load, in_row = f'T.cast(Weight[{col}], "float32")', f"Weight[{col}]"
         if stage.params["weight_offset"]:
             load = in_row = frame.float_with_offset(in_row, stage.params["weight_offset"])
-        weight = f" * T.if_then_else({col} < {n}, {load}, 0.0)" if n % blk_k else f" * {in_row}"
+        weight = f" * T.if_then_else({col} < {HIDDEN}, {load}, 0.0)" if n % blk_k else f" * {in_row}"
     return [
         frame.alloc("chunk"),
         frame.pin_row_layout("chunk"),

@@ -14,7 +14,7 @@ from pydantic import Field, model_serializer
 
 from ..codegen import KernelFrame
 from ..cuda_checks import Check
-from ..model import Dim, Layout, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
 from . import ROTATE, ChainContext, Op, OpSpec, described, kind_field, register
 
 WARP_LANES = 32
@@ -137,6 +137,11 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         inputs=angle_inputs(op),
         scratch=scratch,
         decisions=(decision,),
+        constants=(
+            Constant("ROPE_START", start, "RoPE: the span's first column"),
+            Constant("ROPE_DIM", op.rope_dim, "RoPE: the span's width"),
+            Constant("ROPE_HALF", op.rope_dim // 2, "RoPE: its pairs, the columns of cos and sin, the distance of neox partners"),
+        ),
     )
 
 
@@ -176,29 +181,29 @@ def accepts_layout(op: RopeSpec, hidden: int, vector: int, threads: int) -> bool
     return whole_vectors and within_tile
 
 
-def _pair_terms(style: str, half: int) -> tuple[str, str]:
+HALF = "ROPE_HALF"
+
+
+def _pair_terms(style: str) -> tuple[str, str]:
     """(partner value with its sign, cos/sin column) for span column j, read from the shared copy."""
     if style == "neox":
-        return f"T.if_then_else(j < {half}, -rope_span[i, j + {half}], rope_span[i, j - {half}])", f"j % {half}"
+        return f"T.if_then_else(j < {HALF}, -rope_span[i, j + {HALF}], rope_span[i, j - {HALF}])", f"j % {HALF}"
     return "T.if_then_else(j % 2 == 0, -rope_span[i, j + 1], rope_span[i, j - 1])", "j // 2"
 
 
 def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
     if is_cached(stage.params):
-        half = stage.params["rope_dim"] // 2
         return (
             frame.row_param("CosSinCache", pair, index="Positions"),
-            frame.row_param("CosSinCache", f"{half} + {pair}", index="Positions"),
+            frame.row_param("CosSinCache", f"{HALF} + {pair}", index="Positions"),
         )
     return frame.row_param("Cos", pair), frame.row_param("Sin", pair)
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    dim = stage.params["rope_dim"]
-    start = span_start(stage.params, frame.hidden)
-    partner, pair = _pair_terms(stage.params["style"], dim // 2)
+    partner, pair = _pair_terms(stage.params["style"])
     cos, sin = _cos_sin(stage, frame, pair)
-    value = f"row[i, {start} + j]"
+    value = "row[i, ROPE_START + j]"
     first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
     sign = [
         "# Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is",
@@ -209,15 +214,15 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
             *sign,
-            f"for i, j in T.Parallel({frame.bm}, {dim}):",
-            f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {dim // 2}, -1.0, 1.0) * {sin}",
+            f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
+            f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {HALF}, -1.0, 1.0) * {sin}",
         ]
     return [
         frame.alloc("rope_span"),
-        f"for i, j in T.Parallel({frame.bm}, {dim}):",
+        f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
         f"    rope_span[i, j] = {value}",
         *sign,
-        f"for i, j in T.Parallel({frame.bm}, {dim}):",
+        f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
         f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
     ]
 

@@ -25,6 +25,7 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "layer_norm_fwd"
 IDENTITY = "layer_norm_fwd-5f0562f9e0a2"
 HIDDEN = 4096
+EPS = 1e-05  # LayerNorm: added to the variance under the square root
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("bias", torch.float16, (4096,)),)
@@ -45,7 +46,7 @@ def program_0():
         Mean: T.Tensor((m,), "float32"),
         Rstd: T.Tensor((m,), "float32"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -76,7 +77,7 @@ def program_0():
                 for w in T.serial(1, 4):
                     mean[i] = mean[i] + row_sum_warps[i, 0, w]
             for i in T.Parallel(1):
-                mean[i] = mean[i] / 4096
+                mean[i] = mean[i] / HIDDEN
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] - mean[i]
             for i, j in T.Parallel(1, 4096):
@@ -96,7 +97,7 @@ def program_0():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + centered_sum_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-05)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i in T.Parallel(1):
                 Mean[block] = mean[i]
             for i in T.Parallel(1):

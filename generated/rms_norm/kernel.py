@@ -24,6 +24,7 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "rms_norm"
 IDENTITY = "rms_norm-5de681175927"
 HIDDEN = 4096
+EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)),)
@@ -41,7 +42,7 @@ def program_0():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -65,7 +66,7 @@ def program_0():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * Weight[j]
             T.copy(row, Y[block, 0])
@@ -83,7 +84,7 @@ def program_1():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -111,7 +112,7 @@ def program_1():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             T.copy(row, Y[block, 0])

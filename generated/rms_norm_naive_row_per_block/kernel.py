@@ -25,6 +25,7 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "rms_norm_naive_row_per_block"
 IDENTITY = "rms_norm_naive_row_per_block-1f78373bc425"
 HIDDEN = 4096
+EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)),)
@@ -42,7 +43,7 @@ def program_0():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=256) as block:
+        with T.Kernel(m, threads=256) as block:
             row_shared = T.alloc_shared((1, 4096), "float16")
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
@@ -64,7 +65,7 @@ def program_0():
                 for w in T.serial(1, 8):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)
@@ -82,7 +83,7 @@ def program_1():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row_shared = T.alloc_shared((1, 4096), "float16")
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")
             rstd = T.alloc_fragment((1,), "float32")
@@ -104,7 +105,7 @@ def program_1():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)

@@ -28,6 +28,10 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "rms_norm_rope_fused"
 IDENTITY = "rms_norm_rope_fused-b38538e75ab6"
 HIDDEN = 4096
+EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
+ROPE_START = 4032  # RoPE: the span's first column
+ROPE_DIM = 64  # RoPE: the span's width
+ROPE_HALF = 32  # RoPE: its pairs, the columns of cos and sin, the distance of neox partners
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("cos", torch.float32, ("m", 32)), TensorSpec("sin", torch.float32, ("m", 32)),)
@@ -47,7 +51,7 @@ def program_0():
         Sin: T.Tensor((m, 32), "float32"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -81,14 +85,14 @@ def program_0():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
+            for i, j in T.Parallel(1, ROPE_DIM):
+                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
@@ -106,7 +110,7 @@ def program_1():
         Sin: T.Tensor((m, 32), "float32"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=512) as block:
+        with T.Kernel(m, threads=512) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 512, forward_index_fn=lambda i, j: (i * 4096 + j) // 4096 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -140,14 +144,14 @@ def program_1():
                 for w in T.serial(1, 16):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
+            for i, j in T.Parallel(1, ROPE_DIM):
+                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)

@@ -30,6 +30,12 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "rms_norm_rope_quant_fused"
 IDENTITY = "rms_norm_rope_quant_fused-1c571e82c718"
 HIDDEN = 4096
+EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
+ROPE_START = 4032  # RoPE: the span's first column
+ROPE_DIM = 64  # RoPE: the span's width
+ROPE_HALF = 32  # RoPE: its pairs, the columns of cos and sin, the distance of neox partners
+FP8_MAX = 448.0  # the largest finite e4m3fn: a group's amax maps to it
+AMAX_FLOOR = 1e-10  # an all-zero group's amax, so its scale stays a normal float32
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("cos", torch.float32, ("m", 32)), TensorSpec("sin", torch.float32, ("m", 32)),)
@@ -51,7 +57,7 @@ def program_0():
         Q: T.Tensor((m, 4096), "float8_e4m3fn"),
         Scale: T.Tensor((m, 1), "float32"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=256) as block:
+        with T.Kernel(m, threads=256) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 256, forward_index_fn=lambda i, j: (i * 4096 + j) // 2048 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -85,14 +91,14 @@ def program_0():
                 for w in T.serial(1, 8):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = row[i, 4032 + j] * cos_staged[i, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * sin_staged[i, j % 32]
+            for i, j in T.Parallel(1, ROPE_DIM):
+                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
             T.copy(row, Y[block, 0])
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
@@ -113,7 +119,7 @@ def program_0():
                 for w in T.serial(1, 8):
                     group_scale[i] = T.max(group_scale[i], row_amax_warps[i, 0, w])
             for i in T.Parallel(1):
-                group_scale[i] = T.max(group_scale[i], 1e-10) / 448.0
+                group_scale[i] = T.max(group_scale[i], AMAX_FLOOR) / FP8_MAX
                 inverse_scale[i] = T.call_extern("float32", "__frcp_rn", group_scale[i])
             for i, j in T.Parallel(1, 4096):
                 quantized[i, j] = T.cast(row[i, j] * inverse_scale[i], "float8_e4m3fn")
@@ -138,7 +144,7 @@ def program_1():
         Q: T.Tensor((m, 4096), "float8_e4m3fn"),
         Scale: T.Tensor((m, 1), "float32"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
             T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
@@ -162,14 +168,14 @@ def program_1():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for i, j in T.Parallel(1, 4096):
                 row[i, j] = row[i, j] * rstd[i] * Weight[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            for i, j in T.Parallel(1, 64):
-                row[i, 4032 + j] = row[i, 4032 + j] * Cos[block, j % 32] + T.shfl_xor(row[i, 4032 + j], 4, 32, 0xff000000) * T.if_then_else(j < 32, -1.0, 1.0) * Sin[block, j % 32]
+            for i, j in T.Parallel(1, ROPE_DIM):
+                row[i, ROPE_START + j] = row[i, ROPE_START + j] * Cos[block, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * Sin[block, j % ROPE_HALF]
             T.copy(row, Y[block, 0])
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
@@ -190,7 +196,7 @@ def program_1():
                 for w in T.serial(1, 4):
                     group_scale[i] = T.max(group_scale[i], row_amax_warps[i, 0, w])
             for i in T.Parallel(1):
-                group_scale[i] = T.max(group_scale[i], 1e-10) / 448.0
+                group_scale[i] = T.max(group_scale[i], AMAX_FLOOR) / FP8_MAX
                 inverse_scale[i] = T.call_extern("float32", "__frcp_rn", group_scale[i])
             for i, j in T.Parallel(1, 4096):
                 quantized[i, j] = T.cast(row[i, j] * inverse_scale[i], "float8_e4m3fn")

@@ -20,6 +20,7 @@ from fusegen.runtime import Launcher, TensorSpec, output_tuple
 NAME = "rms_norm_splitk"
 IDENTITY = "rms_norm_splitk-9a778c21962a"
 HIDDEN = 4096
+EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)),)
@@ -37,7 +38,7 @@ def program_0():
         Weight: T.Tensor((4096,), "float16"),
         Y: T.Tensor((m, 4096), "float16"),
     ):
-        with T.Kernel(T.ceildiv(m, 1), threads=128) as block:
+        with T.Kernel(m, threads=128) as block:
             chunk = T.alloc_fragment((1, 1024), "float32")
             T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
             sumsq_terms = T.alloc_fragment((1, 1024), "float32")
@@ -63,7 +64,7 @@ def program_0():
                 for w in T.serial(1, 4):
                     rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
             for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / 4096 + 1e-06)
+                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
             for k in T.unroll(4):
                 chunk_start = (4 - 1 - k) * 1024
                 T.copy(X[block, chunk_start], chunk)
