@@ -1,4 +1,5 @@
 """Records GPU test outcomes for the verification report when FUSEGEN_GPU_REPORT names a file."""
+
 from __future__ import annotations
 
 import json

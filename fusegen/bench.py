@@ -6,6 +6,7 @@ input sets whose total exceeds the L2 cache; for small token counts the host ove
 (wall clock of back-to-back calls) is reported beside it. Effective bandwidth = ledger bytes / time.
 The timing is here (it needs the GPU); the table, the plot and `fusegen record` are in bench_report.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -112,9 +113,13 @@ def environment() -> dict:
     except ImportError:
         tilelang_version = None
     try:
-        driver = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-        ).stdout.strip().splitlines()[0]
+        driver = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            )
+            .stdout.strip()
+            .splitlines()[0]
+        )
     except (OSError, subprocess.SubprocessError, IndexError):
         driver = None
     return {
@@ -208,10 +213,10 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     from tqdm import tqdm
 
     from .build import collect_spec_files, load_and_plan
+    from .checking import import_plan
     from .compile import cuda_sources_of_file, in_worker_processes
     from .plan import plan as make_plan
     from .spec import KernelSpec
-    from .checking import import_plan
     from .tuning import TUNING_FILE, Tuning
 
     env = environment()
@@ -226,6 +231,7 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
     total = len(plans) * len(tokens) * (1 + len(baselines or BASELINES))
     with tqdm(total=total, unit="timing", dynamic_ncols=True) as bar:
+
         def progress(label):
             bar.set_description(label[:60])
             bar.update(1)
@@ -248,9 +254,7 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
 
 def main(args) -> int:
     out_dir = Path(args.out_dir)
-    results = run(
-        [Path(p) for p in args.paths], tuple(args.tokens), out_dir, args.hidden, args.dtype, tuple(args.baselines), args.tuning
-    )
+    results = run([Path(p) for p in args.paths], tuple(args.tokens), out_dir, args.hidden, args.dtype, tuple(args.baselines), args.tuning)
     text = results_markdown(results)
     print(text)
     (out_dir / "bench.md").write_text(text)

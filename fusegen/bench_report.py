@@ -2,6 +2,7 @@
 the table, the plot, and the sections of a benchmarks file. CPU only: nothing here imports torch or
 tilelang, so results measured on a GPU machine can be recorded and replotted anywhere.
 """
+
 from __future__ import annotations
 
 import os
@@ -199,7 +200,9 @@ def record(benchmarks: Path, results_dirs: list[Path]) -> None:
     except OSError as exc:
         raise RecordError(f"{benchmarks}: cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise RecordError(f"{benchmarks}: is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); a markdown file is") from None
+        raise RecordError(
+            f"{benchmarks}: is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); a markdown file is"
+        ) from None
     for results_dir in results_dirs:
         results = read_results(results_dir / "bench.json")
         begin = record_begin(results_dir.as_posix())
@@ -210,7 +213,7 @@ def record(benchmarks: Path, results_dirs: list[Path]) -> None:
                 f"{benchmarks}: no section for {results_dir.as_posix()}; put `{begin}` and `{RECORD_END}` where its table goes"
             )
         image = Path(os.path.relpath(results_dir / "bench.png", benchmarks.parent)).as_posix()
-        text = f"{text[:start + len(begin)]}\n{results_markdown(results.model_dump(), image)}{text[end:]}"
+        text = f"{text[: start + len(begin)]}\n{results_markdown(results.model_dump(), image)}{text[end:]}"
     benchmarks.write_text(text, encoding="utf-8")
 
 
@@ -227,9 +230,9 @@ def read_results(path: Path) -> BenchResults:
             raise RecordError(f"{path}: not JSON ({error['ctx']['error']}); a bench.json as `fusegen bench` writes it") from None
         key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
         where = f"{key}: " if key else ""
-        problem = "required key is missing" if error["type"] == "missing" else (
-            f"{error['msg'][0].lower()}{error['msg'][1:]}, got {shown(error['input'])}"
+        problem = (
+            "required key is missing"
+            if error["type"] == "missing"
+            else (f"{error['msg'][0].lower()}{error['msg'][1:]}, got {shown(error['input'])}")
         )
         raise RecordError(f"{path}: {where}{problem}; a bench.json as `fusegen bench` writes it") from None
-
-

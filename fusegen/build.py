@@ -3,6 +3,7 @@ only when all succeed are the changed files moved into generated/, under a lock,
 that a later build rolls forward if this one is killed while moving.
 
 Generated text is read and written as UTF-8 whatever the locale: the bytes must not depend on it."""
+
 from __future__ import annotations
 
 import fcntl
@@ -15,12 +16,12 @@ import signal
 import sys
 import tempfile
 import types
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from pydantic import ValidationError
 
@@ -113,7 +114,12 @@ def load_and_plan(files: list[Path], tuning: Tuning = UNTUNED) -> list[Plan]:
             continue
         if spec.name in owners:
             errors.append(
-                SpecError(shown, "name", f"'{spec.name}' is also the name of {owners[spec.name]}; kernel names must be unique", line_of(text, "name"))
+                SpecError(
+                    shown,
+                    "name",
+                    f"'{spec.name}' is also the name of {owners[spec.name]}; kernel names must be unique",
+                    line_of(text, "name"),
+                )
             )
             continue
         owners[spec.name] = shown

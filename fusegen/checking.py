@@ -5,13 +5,14 @@ Inputs are fresh random draws from a seeded generator for every check (the seed 
 fails, so the run can be replayed), outputs are poisoned with NaN before each launch so an unwritten
 element cannot pass, and every output is compared by the tolerance its op declares (ops/: each output
 says how it is judged and why); an output without one is an error, never skipped."""
+
 from __future__ import annotations
 
 import json
 import secrets
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 import torch
 
@@ -70,7 +71,9 @@ def random_inputs(module, tokens: int, generator: torch.Generator, device="cuda"
 
 
 def poisoned_outputs(module, tokens: int, device="cuda") -> list[torch.Tensor]:
-    return [allocate(spec, tokens, device).copy_(torch.full(shape_of(spec, tokens), float("nan"), device=device)) for spec in module.OUTPUTS]
+    return [
+        allocate(spec, tokens, device).copy_(torch.full(shape_of(spec, tokens), float("nan"), device=device)) for spec in module.OUTPUTS
+    ]
 
 
 OracleRows = Callable[[torch.Tensor], Mapping[str, torch.Tensor]]
@@ -86,7 +89,9 @@ def compare(module, outputs, reference, dtype: str, oracle_rows: OracleRows | No
         if spec.layout == "column":
             for source, tensor in (("kernel", got[spec.name]), ("reference", want[spec.name])):
                 strides = column_strides(spec, tensor.shape[0])
-                assert tuple(tensor.stride()) == strides, f"{spec.name}: the {source}'s strides are {tuple(tensor.stride())}, not the column layout's {strides}"
+                assert tuple(tensor.stride()) == strides, (
+                    f"{spec.name}: the {source}'s strides are {tuple(tensor.stride())}, not the column layout's {strides}"
+                )
     for name in names:
         assert not torch.isnan(got[name].float()).any() or torch.isnan(want[name].float()).any(), (
             f"{name}: NaN left in the output (an element was not written, or the kernel produced NaN)"
@@ -121,7 +126,9 @@ def run_and_compare(module, tokens: int, seed: int | None = None, device: str = 
     try:
         compare(module, outputs, reference, spec_of(module)["dtype"], oracle_of(module, inputs))
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(inputs drawn with seed {seed} at {tokens} tokens: run_and_compare(module, {tokens}, seed={seed}) replays them)") from exc
+        raise AssertionError(
+            f"{exc}\n(inputs drawn with seed {seed} at {tokens} tokens: run_and_compare(module, {tokens}, seed={seed}) replays them)"
+        ) from exc
 
 
 _counter = iter(range(1 << 30))

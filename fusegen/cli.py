@@ -1,5 +1,6 @@
 """Command line: `fusegen build`, `fusegen plan`, `fusegen bench`, `fusegen record`, `fusegen plot`,
 `fusegen tune`, `fusegen schema`."""
+
 from __future__ import annotations
 
 import argparse
@@ -68,7 +69,9 @@ def cmd_build(args) -> int:
         # Before the journal is written the build removes its staging directory: nothing changed.
         pending = (Path(args.out) / JOURNAL).exists()
         print(
-            one_line(f"interrupted; the next `fusegen build` completes the move into {args.out}/") if pending else "interrupted; nothing written",
+            one_line(f"interrupted; the next `fusegen build` completes the move into {args.out}/")
+            if pending
+            else "interrupted; nothing written",
             file=sys.stderr,
         )
         return INTERRUPTED_EXIT
@@ -88,14 +91,17 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-    print(one_line(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}") + (f"; {failing} CUDA check(s) failed" if failing else ""))
+    print(
+        one_line(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}")
+        + (f"; {failing} CUDA check(s) failed" if failing else "")
+    )
     # The kernels are written (their CUDA is what a person reads to see why), but a failed check means
     # fusegen planned one thing and TileLang emitted another: a script or CI must not take it for success.
     return CUDA_CHECK_FAILED_EXIT if failing else 0
 
 
 def cmd_plan(args) -> int:
-    from .build import plan_spec, display_path
+    from .build import display_path, plan_spec
     from .plan import plan_as_dict
     from .spec import load_spec
 
@@ -128,10 +134,7 @@ def gpu_problem(command: str) -> str | None:
 
     if not torch.cuda.is_available():
         cuda_build = "yes" if torch.version.cuda else "no"
-        return (
-            f"fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible "
-            f"(torch {torch.__version__}, CUDA build: {cuda_build})"
-        )
+        return f"fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible (torch {torch.__version__}, CUDA build: {cuda_build})"
     major, minor = torch.cuda.get_device_capability()
     if (major, minor) != (9, 0):
         return f"fusegen {command} needs a Hopper GPU (sm_90a); found {torch.cuda.get_device_name()} (sm_{major}{minor})"
@@ -271,16 +274,27 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_plan)
     bench = sub.add_parser("bench", help="time kernels on the GPU against copy, eager and torch.compile")
     bench.add_argument("paths", nargs="+", help="spec files or directories")
-    bench.add_argument("--tokens", type=_at_least_one, nargs="+", default=[1, 8, 256, 4096, 16384], help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)")
+    bench.add_argument(
+        "--tokens",
+        type=_at_least_one,
+        nargs="+",
+        default=[1, 8, 256, 4096, 16384],
+        help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)",
+    )
     bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
     bench.add_argument(
-        "--baselines", nargs="*", default=["eager", "compile", "compile_dynamic"], choices=["eager", "compile", "compile_dynamic"],
+        "--baselines",
+        nargs="*",
+        default=["eager", "compile", "compile_dynamic"],
+        choices=["eager", "compile", "compile_dynamic"],
         help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
     )
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
-    bench.add_argument("--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)")
+    bench.add_argument(
+        "--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)"
+    )
     bench.set_defaults(func=cmd_bench)
     rec = sub.add_parser("record", help="write saved bench results into their sections of a markdown file (no GPU)")
     rec.add_argument("benchmarks", help="the markdown file, e.g. BENCHMARKS.md")

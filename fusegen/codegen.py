@@ -4,12 +4,12 @@ Everything here renders plan data (already validated numbers and fixed identifie
 torch source; no value from a spec reaches these strings except numbers and the checked kernel name,
 and any other text goes in through `escaped` (comments, docstrings) or `string_literal`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .model import Constant, Layout, Scratch, exchange_buffer, partial_buffers
-
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
@@ -26,9 +26,7 @@ def escaped(text: str) -> str:
     unprintable character (controls, NUL, line and paragraph separators such as U+2028 and U+0085,
     bidi overrides) is written as an escape, so no text starts a new line of source. Printable
     non-ASCII (→, ×) stays readable. Inside a string the escapes read back as the original text."""
-    return "".join(
-        "\\" + c if c in '"\\' else c if c.isprintable() else ascii(c)[1:-1] for c in text
-    )
+    return "".join("\\" + c if c in '"\\' else c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def string_literal(text: str) -> str:

@@ -1,4 +1,5 @@
 """Compiling a generated kernel module for sm_90a (works without a GPU) and returning its CUDA."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -58,9 +59,7 @@ def in_worker_processes(function, arguments: list[tuple], jobs: int) -> list:
 
 def import_package(directory: Path, package_name: str):
     """Imports a generated kernel directory as a package (its reference imports `.kernel`)."""
-    spec = importlib.util.spec_from_file_location(
-        package_name, directory / "__init__.py", submodule_search_locations=[str(directory)]
-    )
+    spec = importlib.util.spec_from_file_location(package_name, directory / "__init__.py", submodule_search_locations=[str(directory)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[package_name] = module
     spec.loader.exec_module(module)

@@ -2,6 +2,7 @@
 the warp reductions' partials, and a row fragment that is not silently replicated across threads.
 What each op's fragment must show (a vectorized sum of squares, contiguous RoPE accesses, a paired and
 saturating fp8 convert) is that op's `cuda_checks`, built from the helpers here."""
+
 from __future__ import annotations
 
 import re
@@ -10,9 +11,21 @@ from dataclasses import dataclass
 from .model import Plan, Route
 
 _VECTOR_BYTES = {
-    "uint4": 16, "float4": 16, "int4": 16, "ulonglong2": 16, "longlong2": 16,
-    "uint2": 8, "float2": 8, "int2": 8, "ulonglong1": 8,
-    "uint1": 4, "float1": 4, "int1": 4, "unsigned int": 4, "half2": 4, "bfloat162": 4,
+    "uint4": 16,
+    "float4": 16,
+    "int4": 16,
+    "ulonglong2": 16,
+    "longlong2": 16,
+    "uint2": 8,
+    "float2": 8,
+    "int2": 8,
+    "ulonglong1": 8,
+    "uint1": 4,
+    "float1": 4,
+    "int1": 4,
+    "unsigned int": 4,
+    "half2": 4,
+    "bfloat162": 4,
 }
 _FP8_VECTOR = re.compile(r"fp8_e[45]_(\d+)_t")
 
@@ -101,10 +114,7 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         # The per-warp slot is chosen by logical lane t // 32; that is the physical warp only when the
         # partials' layout maps lane t to thread t, which the store's index shows.
         # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
-        stores = {
-            name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source)
-            for name in sizes
-        }
+        stores = {name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source) for name in sizes}
         single_warp = s.threads <= 32  # one warp: its slot is a constant
         by_warp = single_warp or all(
             indices and all("((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()

@@ -1,4 +1,5 @@
 """A plan as text a kernel engineer reads top to bottom (`fusegen plan`)."""
+
 from __future__ import annotations
 
 from .emit import schedule_summary
@@ -39,7 +40,10 @@ def describe_plan(p: Plan) -> str:
     out += [f"  global  {t.role:<6} {t.param:<7} {_shape(t.shape):<12} {t.dtype:<14} {t.doc}" for t in (*p.inputs, *p.outputs)]
     for index, served in enumerate(p.programs):
         route = served[0]
-        out += ["", f"  program_{index} allocates (every buffer; {route.barriers_per_row} barrier(s) per row, one per shared buffer marked |):"]
+        out += [
+            "",
+            f"  program_{index} allocates (every buffer; {route.barriers_per_row} barrier(s) per row, one per shared buffer marked |):",
+        ]
         out += [
             f"  {b.scope:<8}{'|' if b.barrier else ' '} {b.name:<22} {str(b.shape):<16} {b.dtype:<14} {b.owner:<16} {b.why}"
             for b in route.scratch

@@ -1,4 +1,5 @@
 """Emitters: pure functions from a Plan to the text of the generated files."""
+
 from __future__ import annotations
 
 import json
@@ -178,8 +179,12 @@ def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
     route = served[0]
     s = route.schedule
     signature = [f"{t.param}: {_parameter(t, plan)}," for t in (*plan.inputs, *plan.outputs)]
-    token_line = "    m = T.dynamic(\"m\")" if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
-    grid_line = [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"] if s.variant == "stream" else []
+    token_line = '    m = T.dynamic("m")' if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
+    grid_line = (
+        [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"]
+        if s.variant == "stream"
+        else []
+    )
     return [
         f"def program_{index}():",
         "    " + one_line_docstring(f"The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."),
@@ -326,7 +331,7 @@ def test_module(plan: Plan) -> str:
             "",
             "",
             "@testing.requires_gpu",
-            "@pytest.mark.parametrize(\"tokens\", testing.spec_shape_tokens(__package__))",
+            '@pytest.mark.parametrize("tokens", testing.spec_shape_tokens(__package__))',
             "def test_spec_shape(tokens):",
             "    testing.check_module(__package__, tokens)",
             "",

@@ -1,4 +1,5 @@
 """Errors meant for people: which file, which line, which key, what was wrong, what is allowed."""
+
 from __future__ import annotations
 
 import datetime

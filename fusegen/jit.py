@@ -5,6 +5,7 @@ the kernel's identity, look again (another process may have built it while this 
 staging directory inside the cache and install it with one rename, so a reader sees a whole build or
 none. An entry whose files do not all record the identity is not trusted: it is rebuilt.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -12,9 +13,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 from .build import plan_spec, stage
 from .compile import import_package

@@ -5,6 +5,7 @@ understand the flat shape specs use ([[op]] arrays of tables, plain tables, dott
 cannot place falls back to the line of the enclosing table or key (an inline `op = [{...}]` array is
 placed at `op =`), and returns None when nothing encloses it.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Plan data: plain frozen dataclasses, printable as JSON. No TileLang, no text generation here."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

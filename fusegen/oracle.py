@@ -1,6 +1,7 @@
 """An independent float64 formulation of the numerics README.md states (section Numerics): each op's
 `oracle_step` is written from those formulas with explicit index arithmetic rather than the generated
 reference's tensor idioms; this runs them along a chain."""
+
 from __future__ import annotations
 
 import torch

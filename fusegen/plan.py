@@ -1,5 +1,6 @@
 """The planner: spec in, plain data out — stages, every buffer and barrier a row costs, reductions, the
 schedule and why, routes per token range, the ledger, the identity. No text here."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,14 +9,30 @@ from dataclasses import asdict, replace
 
 from . import __version__
 from .errors import ChainError
-from .model import DTYPE_BYTES, Dim, Layout, Ledger, LedgerLine, Plan, Route, Schedule, Scratch, Stage, Tensor, exchange_buffer, partial_buffers
+from .model import (
+    DTYPE_BYTES,
+    Dim,
+    Layout,
+    Ledger,
+    LedgerLine,
+    Plan,
+    Route,
+    Schedule,
+    Scratch,
+    Stage,
+    Tensor,
+    exchange_buffer,
+    partial_buffers,
+)
 from .ops import REGISTRY
-from .spec import KernelSpec, ScheduleHints, chain_context
 from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_stream
+from .spec import KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
 
 # The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
 LEDGER_TOKENS = 4096
+
+
 def content_hash(spec: KernelSpec, tuned: tuple[TunedRoute, ...] = ()) -> str:
     canonical = json.dumps(
         {"spec": spec.model_dump(mode="json"), "tuned": [asdict(r) for r in tuned], "fusegen": __version__}, sort_keys=True
@@ -57,7 +74,9 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
 def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool = False) -> Route:
     schedule = choose_schedule(spec)
     if tuned:
-        measured = "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
+        measured = (
+            "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
+        )
         schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
@@ -68,31 +87,62 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     if schedule.variant == "stream":
         # The wait for the current row's cp.async is followed by a barrier: the copies of one thread are
         # read by others.
-        scratch = (Scratch("x_ring", "shared", (schedule.ring_slots, layout.padded_hidden), spec.dtype, "this row and the next ones, their cp.async in flight", barrier=True),)
+        scratch = (
+            Scratch(
+                "x_ring",
+                "shared",
+                (schedule.ring_slots, layout.padded_hidden),
+                spec.dtype,
+                "this row and the next ones, their cp.async in flight",
+                barrier=True,
+            ),
+        )
     if schedule.builds_row:
-        scratch += (Scratch("row", "fragment", (schedule.block_m, layout.padded_hidden), "float32", "the chain's running value, fp32, one row per block row"),)
+        scratch += (
+            Scratch(
+                "row",
+                "fragment",
+                (schedule.block_m, layout.padded_hidden),
+                "float32",
+                "the chain's running value, fp32, one row per block row",
+            ),
+        )
     staged_rows = schedule.ring_slots if schedule.variant == "stream" else schedule.block_m
     if schedule.prefetch:
         scratch += tuple(
-            Scratch(f"{t.param.lower()}_staged", "shared", (staged_rows, t.shape[1].size), "float32",
-                    f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)")
+            Scratch(
+                f"{t.param.lower()}_staged",
+                "shared",
+                (staged_rows, t.shape[1].size),
+                "float32",
+                f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)",
+            )
             if t.per_token_row
             # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
-            else Scratch(f"{t.param.lower()}_staged", "fragment", (layout.padded_hidden,), "float32" if t.offset else t.dtype,
-                         f"{t.arg}{f' + {t.offset!r}' if t.offset else ''} in the row's thread layout, loaded with the row")
+            else Scratch(
+                f"{t.param.lower()}_staged",
+                "fragment",
+                (layout.padded_hidden,),
+                "float32" if t.offset else t.dtype,
+                f"{t.arg}{f' + {t.offset!r}' if t.offset else ''} in the row's thread layout, loaded with the row",
+            )
             for t in side_inputs
             if t.per_token_row or t.per_column
         )
     scratch = tuple(replace(b, owner="kernel") for b in scratch)
     if not schedule.builds_row:
         (stage,) = stages
-        scratch += tuple(replace(b, owner=_owner(stage)) for b in REGISTRY[stage.kind].variant_scratch(schedule.variant, stage, layout, spec.dtype))
+        scratch += tuple(
+            replace(b, owner=_owner(stage)) for b in REGISTRY[stage.kind].variant_scratch(schedule.variant, stage, layout, spec.dtype)
+        )
     scratch += tuple(replace(b, owner=_owner(s)) for s in stages for b in s.scratch)
     schedule = with_joint_reduction(spec, schedule, stages)
     scratch += _reduction_buffers(schedule, stages, layout)
     if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages):
         first = next(k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged"))
-        why = scratch[first].why.replace("(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)")
+        why = scratch[first].why.replace(
+            "(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)"
+        )
         scratch = scratch[:first] + (replace(scratch[first], why=why, barrier=True),) + scratch[first + 1 :]
     return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
 
@@ -129,8 +179,17 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
                 continue
             lanes, thread = partial_buffers(r.partials)
             buffers += [
-                Scratch(lanes, "fragment", (bm, chunks, threads), "float32", f"{r.name}: each thread's partial per vector chunk", _owner(stage)),
-                Scratch(thread, "fragment", (bm, threads), "float32", f"{r.name}: each thread's partial, then its warp's (by shuffles)", _owner(stage)),
+                Scratch(
+                    lanes, "fragment", (bm, chunks, threads), "float32", f"{r.name}: each thread's partial per vector chunk", _owner(stage)
+                ),
+                Scratch(
+                    thread,
+                    "fragment",
+                    (bm, threads),
+                    "float32",
+                    f"{r.name}: each thread's partial, then its warp's (by shuffles)",
+                    _owner(stage),
+                ),
             ]
             exchanges.append((stage, r))
     if schedule.joint_reduction:

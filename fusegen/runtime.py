@@ -4,6 +4,7 @@ the call's token count, compiled once.
 Checks run before any launch, so a wrong call fails with a sentence rather than a CUDA error or a
 silent out-of-bounds read.
 """
+
 from __future__ import annotations
 
 import json
@@ -299,7 +300,9 @@ class Launcher:
                 continue
             low, high = int(tensor.min()), int(tensor.max())
             if low < 0 or high >= spec.bound:
-                self._fail(f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})")
+                self._fail(
+                    f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})"
+                )
 
     def _launch(self, tokens: int, device, tensors) -> None:
         if not tokens:

@@ -2,6 +2,7 @@
 variant (fragment, stream, naive, splitk) and its resources (blocks per SM, ring depth), prefetch and the
 joint reduction — each choice from the spec's hints, the row size and the SM's budgets, with the reason
 it was made. plan.py builds stages, routes, buffers and the ledger around the schedule chosen here."""
+
 from __future__ import annotations
 
 import math
@@ -39,7 +40,7 @@ def _checked_hint(value, key: str, allowed: tuple[int, ...], described: str | No
     if value == "auto":
         return None
     if value not in allowed:
-        raise ChainError(key, f"must be \"auto\" or {described or 'one of ' + ', '.join(map(str, allowed))}, got {value}")
+        raise ChainError(key, f'must be "auto" or {described or "one of " + ", ".join(map(str, allowed))}, got {value}')
     return value
 
 
@@ -92,8 +93,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
         raise ChainError(
             "schedule.threads" if threads_hint else "hidden",
-            f"a row of {n} × block_m {block_m} does not fit in registers {where} "
-            f"(at most {HARD_ELEMS_PER_THREAD} elements per thread)",
+            f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {HARD_ELEMS_PER_THREAD} elements per thread)",
         )
     _, threads, vector, padded, per_thread = min(candidates)
     why = (
@@ -107,7 +107,8 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
     ]
     if padded != n:
         reasons.append(
-            f"hidden {n} is not a multiple of {threads}×{vector}" + (f" and the group size {multiple}" if multiple > 1 else "")
+            f"hidden {n} is not a multiple of {threads}×{vector}"
+            + (f" and the group size {multiple}" if multiple > 1 else "")
             + f": the row is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
     if vector * elem < 16:
@@ -139,7 +140,7 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     else:
         blk_k = blk_k_hint
         if not isinstance(blk_k, int) or blk_k < 32 or blk_k % 32 or blk_k > spec.hidden:
-            raise ChainError("schedule.blk_k", f"must be \"auto\" or a multiple of 32 between 32 and hidden = {spec.hidden}, got {blk_k}")
+            raise ChainError("schedule.blk_k", f'must be "auto" or a multiple of 32 between 32 and hidden = {spec.hidden}, got {blk_k}')
         threads = threads_hint or max(32, min(256, blk_k // vector))
     while vector > 1 and blk_k % (threads * vector):
         vector //= 2
@@ -147,7 +148,10 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
         raise ChainError("schedule.blk_k", f"must be a multiple of threads = {threads}, got {blk_k}")
     per_thread = block_m * blk_k // threads
     if per_thread > HARD_ELEMS_PER_THREAD:
-        raise ChainError("schedule.blk_k", f"blk_k {blk_k} × block_m {block_m} over {threads} threads exceeds {HARD_ELEMS_PER_THREAD} elements per thread")
+        raise ChainError(
+            "schedule.blk_k",
+            f"blk_k {blk_k} × block_m {block_m} over {threads} threads exceeds {HARD_ELEMS_PER_THREAD} elements per thread",
+        )
     chunks = -(-spec.hidden // blk_k)
     return Schedule(
         variant="splitk",
@@ -172,7 +176,9 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     hint = spec.schedule.prefetch
     if not schedule.builds_row:
         if hint is True:
-            raise ChainError("schedule.prefetch", f"applies to the \"fragment\" and \"stream\" variants only; this kernel is \"{schedule.variant}\"")
+            raise ChainError(
+                "schedule.prefetch", f'applies to the "fragment" and "stream" variants only; this kernel is "{schedule.variant}"'
+            )
         return schedule
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
@@ -226,7 +232,7 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
     raise ChainError(
         key,
-        f"\"stream\" fills its ring with a cp.async copy of the row that must split evenly into whole "
+        f'"stream" fills its ring with a cp.async copy of the row that must split evenly into whole '
         f"{vector * DTYPE_BYTES[spec.dtype]}-byte vectors per thread (otherwise TileLang narrows the copies or cannot "
         f"emit them): {spec.hidden} columns do not split over {schedule.threads} threads × {vector} columns; thread counts "
         f"that do: {', '.join(map(str, fitting)) or 'none (use variant fragment)'}",
@@ -255,7 +261,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     if row_bytes % 4:
         raise ChainError(
             "schedule.variant",
-            f"\"stream\" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × "
+            f'"stream" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × '
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
     _check_ring_copy_width(spec, schedule)
@@ -265,19 +271,21 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         key = "schedule.ring_slots" if spec.schedule.ring_slots != "auto" else "schedule.variant"
         raise ChainError(
             key,
-            f"\"stream\" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}",
+            f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}',
         )
 
     def registers_each(blocks: int) -> int:
         return SM_REGISTERS // (blocks * schedule.threads)
 
     fits = [
-        b for b in range(1, MAX_BLOCKS_PER_SM + 1)
-        if b * ring <= SM_SHARED_BYTES and b * schedule.threads <= SM_THREADS
+        b
+        for b in range(1, MAX_BLOCKS_PER_SM + 1)
+        if b * ring <= SM_SHARED_BYTES
+        and b * schedule.threads <= SM_THREADS
         and registers_each(b) >= schedule.elems_per_thread + REGISTERS_BESIDE_ROW
     ]
     if not fits:
-        raise ChainError("schedule.variant", f"\"stream\" cannot keep even one block of {schedule.threads} threads on an SM")
+        raise ChainError("schedule.variant", f'"stream" cannot keep even one block of {schedule.threads} threads on an SM')
     described = (
         f"one of {', '.join(map(str, fits))} for this row ({schedule.threads} threads holding {schedule.elems_per_thread} "
         f"values each, a {ring}-byte ring)"
@@ -287,12 +295,15 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         blocks, why = hint, "as the blocks_per_sm hint asks"
     else:
         comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
-        blocks, why = comfortable[-1], f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
+        blocks, why = (
+            comfortable[-1],
+            f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need",
+        )
     limit = stream_token_limit(blocks, slots)
     if spec.tokens is not None and spec.tokens > limit:
         raise ChainError(
             "tokens",
-            f"{spec.tokens} is more than \"stream\" at {blocks} blocks per SM and a {slots}-slot ring can count: its int32 "
+            f'{spec.tokens} is more than "stream" at {blocks} blocks per SM and a {slots}-slot ring can count: its int32 '
             f"token index reaches the last token plus {slots - 1} grid(s) of up to {blocks * MAX_HOPPER_SMS} blocks; allowed 1 … {limit}",
         )
     reason = (
@@ -300,9 +311,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "
         f"shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
     )
-    return replace(
-        schedule, blocks_per_sm=blocks, ring_slots=slots, reasons=schedule.reasons + (reason,)
-    )
+    return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, reasons=schedule.reasons + (reason,))
 
 
 def choose_schedule(spec: KernelSpec) -> Schedule:
@@ -311,12 +320,12 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
-        raise ChainError("schedule.blk_k", f"only applies to variant = \"splitk\", not \"{hints.variant}\"")
+        raise ChainError("schedule.blk_k", f'only applies to variant = "splitk", not "{hints.variant}"')
     for key in ("blocks_per_sm", "ring_slots"):
         if getattr(hints, key) != "auto" and hints.variant != "stream":
-            raise ChainError(f"schedule.{key}", f"only applies to variant = \"stream\", not \"{hints.variant}\"")
+            raise ChainError(f"schedule.{key}", f'only applies to variant = "stream", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:
-        raise ChainError("schedule.block_m", f"variant \"stream\" takes one row per step: block_m must be \"auto\" or 1, got {block_m}")
+        raise ChainError("schedule.block_m", f'variant "stream" takes one row per step: block_m must be "auto" or 1, got {block_m}')
     multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op) for op in spec.op))
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
@@ -327,8 +336,8 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
             able = sorted(op.kind for op in REGISTRY.values() if variant in op.whole_kernel_variants)
             raise ChainError(
                 "schedule.variant",
-                f"\"{variant}\" is a whole-kernel variant for a chain of one {' or '.join(able)} op; this chain "
-                f"({' → '.join(op.kind for op in spec.op)}) needs \"fragment\" or \"auto\"",
+                f'"{variant}" is a whole-kernel variant for a chain of one {" or ".join(able)} op; this chain '
+                f'({" → ".join(op.kind for op in spec.op)}) needs "fragment" or "auto"',
             )
         if variant == "splitk":
             return _splitk_schedule(spec, block_m, threads, hints.blk_k)
@@ -341,10 +350,16 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     if variant == "naive":
         shared = block_m * schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
         if shared > SHARED_BYTES_LIMIT:
-            raise ChainError("schedule.variant", f"\"naive\" stages the row in shared memory: {shared} bytes exceeds {SHARED_BYTES_LIMIT}")
-        return replace(schedule, variant="naive", reasons=schedule.reasons + ("the row is staged in shared memory and read from there twice (the textbook form)",))
+            raise ChainError("schedule.variant", f'"naive" stages the row in shared memory: {shared} bytes exceeds {SHARED_BYTES_LIMIT}')
+        return replace(
+            schedule,
+            variant="naive",
+            reasons=schedule.reasons + ("the row is staged in shared memory and read from there twice (the textbook form)",),
+        )
     if variant == "auto":
-        schedule = replace(schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",))
+        schedule = replace(
+            schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",)
+        )
     if variant == "stream":
         schedule = replace(schedule, variant="stream")
     return schedule

@@ -3,6 +3,7 @@
 Every failure becomes one SpecError naming the file, the line where it can be known, the key path
 (`op[2].rope_dim`), what was wrong and what is allowed.
 """
+
 from __future__ import annotations
 
 import errno
@@ -13,7 +14,7 @@ import stat
 import tomllib
 import unicodedata
 from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import Field, ValidationError, create_model, model_serializer
 
@@ -53,11 +54,16 @@ class _OutputFlags(Strict):
 Outputs = create_model(
     "Outputs",
     __base__=_OutputFlags,
-    y=(Optional[bool], Field(default=None, json_schema_extra=described(
-        "Write Y, the row after the last op that changes it (default: when the chain changes the row)."
-    ))),
+    y=(
+        bool | None,
+        Field(
+            default=None,
+            json_schema_extra=described("Write Y, the row after the last op that changes it (default: when the chain changes the row)."),
+        ),
+    ),
     **{
-        flag: (Optional[bool], Field(default=None, json_schema_extra=described(out.doc))) if flag in CHAIN_DEFAULT_FLAGS
+        flag: (bool | None, Field(default=None, json_schema_extra=described(out.doc)))
+        if flag in CHAIN_DEFAULT_FLAGS
         else (bool, Field(default=False, json_schema_extra=described(out.doc)))
         for flag, out in output_flags().items()
     },
@@ -72,41 +78,69 @@ def _whole_kernel_ops(variant: str) -> str:
 
 
 class ScheduleHints(Strict):
-    variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = Field(default="auto", json_schema_extra=described(
-        "fragment: row in registers, one block per row group; stream: a persistent grid whose blocks loop over rows "
-        "through a shared-memory ring; naive (row in shared memory) and splitk (row in chunks): a chain of one "
-        f"{_whole_kernel_ops('naive')}. " + AUTO
-    ))
-    block_m: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Rows per block: 1, 2, 4, 8 or 16 (stream: 1). " + AUTO))
-    threads: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("Threads per block: a multiple of 32 from 32 to 1024. " + AUTO))
-    blk_k: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described("splitk's chunk width: a multiple of 32 ≤ hidden. " + AUTO))
-    prefetch: Union[Literal["auto"], bool] = Field(default="auto", json_schema_extra=described(
-        "Load weight/bias and cos/sin next to the row, before the first reduction (fragment and stream). " + AUTO
-    ))
-    joint_reduction: Union[Literal["auto"], bool] = Field(default="auto", json_schema_extra=described(
-        f"The norm's sum of squares and a per-token fp8 amax cross the warps in one exchange ({joint_chain()}). " + AUTO
-    ))
-    blocks_per_sm: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described(  # variant "stream"
-        "stream only: resident blocks per SM (the grid is this × the SMs). " + AUTO
-    ))
-    ring_slots: Union[Literal["auto"], int] = Field(default="auto", json_schema_extra=described(  # variant "stream"
-        "stream only: rows a block holds in its ring, 2, 3 or 4, all but one in flight. " + AUTO
-    ))
+    variant: Literal["auto", "fragment", "stream", "naive", "splitk"] = Field(
+        default="auto",
+        json_schema_extra=described(
+            "fragment: row in registers, one block per row group; stream: a persistent grid whose blocks loop over rows "
+            "through a shared-memory ring; naive (row in shared memory) and splitk (row in chunks): a chain of one "
+            f"{_whole_kernel_ops('naive')}. " + AUTO
+        ),
+    )
+    block_m: Literal["auto"] | int = Field(
+        default="auto", json_schema_extra=described("Rows per block: 1, 2, 4, 8 or 16 (stream: 1). " + AUTO)
+    )
+    threads: Literal["auto"] | int = Field(
+        default="auto", json_schema_extra=described("Threads per block: a multiple of 32 from 32 to 1024. " + AUTO)
+    )
+    blk_k: Literal["auto"] | int = Field(
+        default="auto", json_schema_extra=described("splitk's chunk width: a multiple of 32 ≤ hidden. " + AUTO)
+    )
+    prefetch: Literal["auto"] | bool = Field(
+        default="auto",
+        json_schema_extra=described(
+            "Load weight/bias and cos/sin next to the row, before the first reduction (fragment and stream). " + AUTO
+        ),
+    )
+    joint_reduction: Literal["auto"] | bool = Field(
+        default="auto",
+        json_schema_extra=described(
+            f"The norm's sum of squares and a per-token fp8 amax cross the warps in one exchange ({joint_chain()}). " + AUTO
+        ),
+    )
+    blocks_per_sm: Literal["auto"] | int = Field(
+        default="auto",
+        json_schema_extra=described(  # variant "stream"
+            "stream only: resident blocks per SM (the grid is this × the SMs). " + AUTO
+        ),
+    )
+    ring_slots: Literal["auto"] | int = Field(
+        default="auto",
+        json_schema_extra=described(  # variant "stream"
+            "stream only: rows a block holds in its ring, 2, 3 or 4, all but one in flight. " + AUTO
+        ),
+    )
 
 
-OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]
+# Union[...] of a tuple built at import time: the `X | Y` form has no spelling for a computed list of types.
+OpUnion = Annotated[Union[tuple(op.spec for op in REGISTRY.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 class KernelSpec(Strict):
-    name: str = Field(description=NAME_RULE, json_schema_extra=described(f"The kernel's identity: generated/<name>/ and its function: {NAME_RULE}."))
+    name: str = Field(
+        description=NAME_RULE, json_schema_extra=described(f"The kernel's identity: generated/<name>/ and its function: {NAME_RULE}.")
+    )
     dtype: Literal["float16", "bfloat16", "float32"] = Field(json_schema_extra=described("Activations, weight, bias and Y."))
     hidden: int = Field(ge=MIN_HIDDEN, le=MAX_HIDDEN, json_schema_extra=described("The row width N (static)."))
-    tokens: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS, json_schema_extra=described("Pins the token count M; without it M is dynamic."))
-    op: list[OpUnion] = Field(min_length=1, json_schema_extra=described(
-        f"The chain: [[op]] tables in the order {chain_order()}, each at most once."
-    ))
+    tokens: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, json_schema_extra=described("Pins the token count M; without it M is dynamic.")
+    )
+    op: list[OpUnion] = Field(
+        min_length=1, json_schema_extra=described(f"The chain: [[op]] tables in the order {chain_order()}, each at most once.")
+    )
     outputs: Outputs = Field(default=Outputs(), json_schema_extra=described("Which optional outputs the kernel writes."))
-    schedule: ScheduleHints = Field(default=ScheduleHints(), json_schema_extra=described("How the kernel is scheduled; every hint defaults to 'auto'."))
+    schedule: ScheduleHints = Field(
+        default=ScheduleHints(), json_schema_extra=described("How the kernel is scheduled; every hint defaults to 'auto'.")
+    )
 
     @property
     def writes_y(self) -> bool:
@@ -250,12 +284,19 @@ def unreadable_reason(exc: OSError) -> str:
 
 
 def file_kind(mode: int) -> str:
-    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 _REQUIRED = "name, dtype, hidden and one [[op]] table"
+
+
 def parse_spec(text: str, file: str) -> KernelSpec:
     try:
         raw = tomllib.loads(text)

@@ -2,6 +2,7 @@
 sentence each — the key path as written (`op[2].rope_dim`), its line in the file, what was wrong, what
 is allowed (read off the models: literals, ranges, descriptions) and a "did you mean" where one is
 close. spec.py holds the contract; this module only explains breaches of it."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,18 @@ from .spec import DTYPES, KernelSpec
 DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
 # fp8 is never an activation dtype (an op writes it); difflib would wrongly suggest float32 for these.
 FP8_NAMES = {"fp8", "float8", "e4m3", "e4m3fn", "e5m2", "float8_e4m3fn", "float8_e5m2"}
-_TYPE_ERRORS = {"int_type", "int_from_float", "float_type", "bool_type", "string_type", "list_type", "model_type",
-                "dict_type", "model_attributes_type", "literal_error"}
+_TYPE_ERRORS = {
+    "int_type",
+    "int_from_float",
+    "float_type",
+    "bool_type",
+    "string_type",
+    "list_type",
+    "model_type",
+    "dict_type",
+    "model_attributes_type",
+    "literal_error",
+}
 _BOUND_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 _BOUND_WORDS = {"gt": "greater than", "ge": "at least", "lt": "less than", "le": "at most"}
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

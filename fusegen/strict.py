@@ -1,4 +1,5 @@
 """The one strict pydantic base of every model that validates a file fusegen reads."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict

@@ -1,5 +1,6 @@
 """The pytest side of checking generated kernels: what every generated test calls. The checks themselves
 are checking.py's (which `fusegen bench` and `fusegen tune` use without pytest installed)."""
+
 from __future__ import annotations
 
 import importlib

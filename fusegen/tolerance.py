@@ -1,9 +1,10 @@
 """Tolerances shared by several ops' outputs. torch is imported where tensors are compared, not here:
 building a kernel does not need it."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -13,7 +14,7 @@ class Close:
     by_dtype: Mapping[str, tuple[float, float]]
     reason: str
 
-    def check(self, name: str, got: Mapping, want: Mapping, dtype: str, oracle_rows: Optional[Callable] = None) -> None:
+    def check(self, name: str, got: Mapping, want: Mapping, dtype: str, oracle_rows: Callable | None = None) -> None:
         import torch
 
         atol, rtol = self.by_dtype[dtype]

@@ -8,6 +8,7 @@ match its reference on fresh random inputs before it is timed (CUDA-graph replay
 L2, as `fusegen bench` times). A candidate replaces the planner's own choice only when it is faster by
 more than MARGIN, so noise does not churn the file.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -63,8 +64,16 @@ class Candidate:
 
 def _concrete(p: Plan) -> dict:
     s = p.schedule
-    return {"variant": s.variant, "block_m": s.block_m, "threads": s.threads, "blk_k": s.blk_k or "auto", "prefetch": s.prefetch,
-            "joint_reduction": s.joint_reduction, "blocks_per_sm": s.blocks_per_sm or "auto", "ring_slots": s.ring_slots or "auto"}
+    return {
+        "variant": s.variant,
+        "block_m": s.block_m,
+        "threads": s.threads,
+        "blk_k": s.blk_k or "auto",
+        "prefetch": s.prefetch,
+        "joint_reduction": s.joint_reduction,
+        "blocks_per_sm": s.blocks_per_sm or "auto",
+        "ring_slots": s.ring_slots or "auto",
+    }
 
 
 def _worth_timing(p: Plan) -> bool:
@@ -127,8 +136,8 @@ def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:
 def compile_all(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: Path, jobs: int) -> list[list]:
     """Builds every candidate's module, compiles and checks them all in one worker pool; returns the
     modules per spec (rejected candidates marked)."""
-    from .compile import in_worker_processes
     from .checking import import_plan
+    from .compile import in_worker_processes
 
     modules = [[import_plan(c.plan, scratch / f"{spec.name}_{i}") for i, c in enumerate(found)] for spec, found in found_by_spec]
     flat = [(module, candidate) for group, (_, found) in zip(modules, found_by_spec) for module, candidate in zip(group, found)]
@@ -164,7 +173,11 @@ def recorded_environment(env: dict, gpu: str | None) -> tuple[str, Measured]:
     """The GPU name (`gpu`, else the one the GPU reports) and where the numbers come from, as the tuning
     file holds them: checked before anything is tuned, since they reach generated kernels' docstrings.
     A value that does not fit is a SpecError naming where it came from."""
-    name = checked_gpu_name(gpu, "--gpu") if gpu is not None else checked_gpu_name(env["gpu"], "the GPU's reported name (choose one with --gpu)")
+    name = (
+        checked_gpu_name(gpu, "--gpu")
+        if gpu is not None
+        else checked_gpu_name(env["gpu"], "the GPU's reported name (choose one with --gpu)")
+    )
     try:
         return name, Measured(**{key: env[key] for key in Measured.model_fields})
     except ValidationError as exc:
@@ -225,6 +238,7 @@ def main(args) -> int:
     modules = compile_all(found_by_spec, scratch, args.jobs or os.cpu_count() or 1)
     report = []
     with tqdm(total=count, unit="candidate", dynamic_ncols=True) as bar:
+
         def progress(label):
             bar.set_description(label[:60])
             bar.update(1)
@@ -233,12 +247,14 @@ def main(args) -> int:
             measure(spec, found, spec_modules, l2, progress)
             result = winners(spec, found, measured)
             table = with_winners(table, spec, gpu, result)
-            report.append({
-                "kernel": spec.name,
-                "problem": problem_summary(spec),
-                "winners": result.model_dump(mode="json"),
-                "candidates": [{"hints": c.hints, "rejected": c.rejected, "median_us": c.median_us} for c in found],
-            })
+            report.append(
+                {
+                    "kernel": spec.name,
+                    "problem": problem_summary(spec),
+                    "winners": result.model_dump(mode="json"),
+                    "candidates": [{"hints": c.hints, "rejected": c.rejected, "median_us": c.median_us} for c in found],
+                }
+            )
             # Saved per kernel: a run cut short keeps what it measured.
             changed = save_table(Path(args.tuning), table) or changed
             (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))

@@ -6,6 +6,7 @@ token counts whose winner differs. A problem is the spec without its name and wi
 hints it leaves "auto", so two specs of the same chain and shape share their winners, and a spec that
 pins a hint is tuned only over the hints it leaves free.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -17,7 +18,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
@@ -77,10 +78,14 @@ def _iso_date(text: str) -> str:
 GPU_NAME_PATTERN, GPU_NAME_RULE = r"[\x20-\x7e]{1,64}", "a GPU name: 1-64 printable ASCII characters"
 GpuName = Annotated[str, _matching(GPU_NAME_PATTERN, GPU_NAME_RULE)]
 DATE_RULE = "an ISO 8601 date or date and time (2026-11-29T13:48:44+00:00)"
-Date = Annotated[str, _matching(r"\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d{1,6})?)?(Z|[+-]\d\d:\d\d)?)?", DATE_RULE), AfterValidator(_iso_date)]
+Date = Annotated[
+    str, _matching(r"\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d{1,6})?)?(Z|[+-]\d\d:\d\d)?)?", DATE_RULE), AfterValidator(_iso_date)
+]
 COMMIT_RULE = "a git commit: 4-40 lowercase hex digits"
 Commit = Annotated[str, _matching(r"[0-9a-f]{4,40}", COMMIT_RULE)]
-Version = Annotated[str, _matching(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "a version: up to 64 letters, digits and . + _ -, starting with a letter or digit")]
+Version = Annotated[
+    str, _matching(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "a version: up to 64 letters, digits and . + _ -, starting with a letter or digit")
+]
 ProblemKey = Annotated[str, _matching(r"[0-9a-f]{16}", "a problem key: 16 lowercase hex digits (a hash of the chain and shape)")]
 # Readable only (never emitted): the → of a chain is printable, a line break or terminal escape is not.
 ProblemSummary = Annotated[str, _matching(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,256}", "a summary of up to 256 characters on one line")]
@@ -100,16 +105,16 @@ class WinnerHints(Strict):
     variant: Literal["fragment", "stream", "naive", "splitk"]
     block_m: int = Field(ge=1)
     threads: int = Field(ge=32)
-    blk_k: Union[Literal["auto"], int]
-    prefetch: Union[Literal["auto"], bool]
-    joint_reduction: Union[Literal["auto"], bool] = "auto"  # absent in files tuned before the hint existed
-    blocks_per_sm: Union[Literal["auto"], int] = "auto"  # likewise
-    ring_slots: Union[Literal["auto"], int] = "auto"  # likewise
+    blk_k: Literal["auto"] | int
+    prefetch: Literal["auto"] | bool
+    joint_reduction: Literal["auto"] | bool = "auto"  # absent in files tuned before the hint existed
+    blocks_per_sm: Literal["auto"] | int = "auto"  # likewise
+    ring_slots: Literal["auto"] | int = "auto"  # likewise
 
 
 class BucketWinner(Strict):
     first_tokens: int = Field(ge=1)
-    last_tokens: Optional[int] = Field(ge=1)
+    last_tokens: int | None = Field(ge=1)
     measured_at: int = Field(ge=1)
     hints: WinnerHints
     median_us: float = Field(gt=0)
@@ -120,11 +125,11 @@ class BucketWinner(Strict):
 class Measured(Strict):
     """Where the numbers come from; any of them may be unknown."""
 
-    date: Optional[Date] = None
-    commit: Optional[Commit] = None
-    driver: Optional[Version] = None
-    torch: Optional[Version] = None
-    tilelang: Optional[Version] = None
+    date: Date | None = None
+    commit: Commit | None = None
+    driver: Version | None = None
+    torch: Version | None = None
+    tilelang: Version | None = None
 
 
 class GpuWinners(Strict):
@@ -164,7 +169,7 @@ class Tuning:
     path: str
 
     @classmethod
-    def load(cls, path: Path, gpu: str = DEFAULT_GPU) -> "Tuning":
+    def load(cls, path: Path, gpu: str = DEFAULT_GPU) -> Tuning:
         return cls(load_table(path), checked_gpu_name(gpu, "--gpu"), str(path))
 
     def routes(self, spec) -> tuple[TunedRoute, ...]:
@@ -218,7 +223,9 @@ def load_table(path: Path) -> TuningTable:
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON, or an integer of over 4300 digits
         raise SpecError(str(path), "", f"is not a readable JSON tuning file ({exc}); delete it or run `fusegen tune` again") from None
     except RecursionError:
-        raise SpecError(str(path), "", "nests arrays or objects too deeply to be a tuning file; delete it or run `fusegen tune` again") from None
+        raise SpecError(
+            str(path), "", "nests arrays or objects too deeply to be a tuning file; delete it or run `fusegen tune` again"
+        ) from None
     try:
         return TuningTable.model_validate(data)
     except ValidationError as exc:
@@ -226,6 +233,7 @@ def load_table(path: Path) -> TuningTable:
         key = ".".join(str(part) for part in first["loc"])
         message = first["msg"].removeprefix("Value error, ")
         raise SpecError(str(path), key, f"{message}; a tuning file is written by `fusegen tune`, not by hand") from None
+
 
 def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
     """The winners for this spec on `gpu`, adjacent buckets with the same winner merged; () if untuned."""

@@ -1,6 +1,7 @@
 """Renders the GPU verification record (docs/gpu-verification.md) from the JSON the GPU test session
 writes (FUSEGEN_GPU_REPORT) and the compute-sanitizer logs (memcheck, racecheck).
 Usage: python -m fusegen.verification REPORT.json OUT.md [SANITIZER.log ...]"""
+
 from __future__ import annotations
 
 import json

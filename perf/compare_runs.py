@@ -5,6 +5,7 @@ left the compiled kernels as fast as before (both runs in one GPU call, so one m
     python perf/compare_runs.py BEFORE/bench.json AFTER/bench.json [--margin 0.01]
 
 Exits 1 when any kernel is slower than the margin in the second run."""
+
 from __future__ import annotations
 
 import argparse

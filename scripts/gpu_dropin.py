@@ -6,6 +6,7 @@ program, kernel(...) allocating, kernel(..., out=...) and the op called directly
     python scripts/gpu_dropin.py RESULT.json
 
 Each part records its error text and the run goes on; the JSON holds every result."""
+
 from __future__ import annotations
 
 import importlib
@@ -48,8 +49,12 @@ def opcheck_out(module):
     args = [*inputs(module, 16), *checking.poisoned_outputs(module, 16)]
     writes_fp8 = any(spec.dtype.itemsize == 1 and spec.dtype.is_floating_point for spec in module.OUTPUTS)
     tests = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic") if writes_fp8 else None
-    results = {k: str(v) for k, v in torch.library.opcheck(module.launcher.op_out, tuple(args), test_utils=tests or
-                                                           torch.library._OPCHECK_DEFAULT_UTILS).items()}
+    results = {
+        k: str(v)
+        for k, v in torch.library.opcheck(
+            module.launcher.op_out, tuple(args), test_utils=tests or torch.library._OPCHECK_DEFAULT_UTILS
+        ).items()
+    }
     if writes_fp8:
         results["test_schema"] = "not run: torch cannot compare fp8 tensors in it"
     return results

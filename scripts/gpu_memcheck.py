@@ -5,6 +5,7 @@ Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) a
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
 the blocks differ in how many rows they take: the paths where a slot is refilled while it may still be
 read, which racecheck watches. Prints one line per kernel; the sanitizer reports any bad access."""
+
 import importlib
 import logging
 import sys

@@ -17,6 +17,7 @@ checkout first on PYTHONPATH and a timeout. Outcomes:
 The corpus is generated from the seed (printed), so a run can be repeated exactly; --quick runs a
 small sample of it, bounded for a unit test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,10 +33,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 OUTCOMES = ("clean", "accepted", "unclean", "traceback", "hang", "harm")
@@ -54,27 +55,108 @@ BASE = {
     "op2": [("kind", '"quant_fp8"'), ("group_size", '"token"'), ("fp8", '"e4m3fn"'), ("scale", '"fp32"'), ("amax_floor", "1e-10")],
     "outputs": [("y", "true"), ("mean", None), ("rstd", None)],
     "schedule": [
-        ("variant", '"auto"'), ("block_m", None), ("threads", None), ("blk_k", None), ("prefetch", None),
-        ("joint_reduction", None), ("blocks_per_sm", None), ("ring_slots", None),
+        ("variant", '"auto"'),
+        ("block_m", None),
+        ("threads", None),
+        ("blk_k", None),
+        ("prefetch", None),
+        ("joint_reduction", None),
+        ("blocks_per_sm", None),
+        ("ring_slots", None),
     ],
 }
 NUMERIC_KEYS = {
-    ("", "hidden"), ("", "tokens"), ("op1", "rope_dim"), ("op2", "group_size"), ("schedule", "block_m"), ("schedule", "threads"),
-    ("schedule", "blk_k"), ("schedule", "blocks_per_sm"), ("schedule", "ring_slots"),
+    ("", "hidden"),
+    ("", "tokens"),
+    ("op1", "rope_dim"),
+    ("op2", "group_size"),
+    ("schedule", "block_m"),
+    ("schedule", "threads"),
+    ("schedule", "blk_k"),
+    ("schedule", "blocks_per_sm"),
+    ("schedule", "ring_slots"),
 }
 FLOAT_KEYS = {("op0", "eps"), ("op2", "amax_floor")}
 WRONG_TYPES = ['"text"', '""', "7", "-3", "2.5", "true", "[1, 2]", "[]", "{ a = 1 }", "1979-05-27T07:32:00Z", "07:32:00"]
-INT_EDGES = ["0", "-1", "1", "3", "17", "4097", "65537", "1000000000", "9223372036854775807", "-9223372036854775808", "99999999999999999999"]
+INT_EDGES = [
+    "0",
+    "-1",
+    "1",
+    "3",
+    "17",
+    "4097",
+    "65537",
+    "1000000000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "99999999999999999999",
+]
 FLOAT_EDGES = ["0.0", "-0.0", "5e-324", "2.2e-308", "1e-50", "1e-45", "1.0000001", "1e308", "inf", "-inf", "nan", "-1e-6", "1"]
 NAMES = [
-    "class", "def", "None", "True", "import", "lambda", "match", "_", "__init__", "__pycache__", "__main__", "print", "len",
-    "os", "sys", "json", "torch", "tilelang", "generated", "fusegen", "con", "nul", "aux", "ρμς", "名前", "a\u200bb", "ℌx",
-    "a" * 300, "a" * 100000, "", " tiny", "tiny ", "tiny\n", "../evil", "a/b", "a.b", "-x", "9x", "x-y", "x\\u0000y",
+    "class",
+    "def",
+    "None",
+    "True",
+    "import",
+    "lambda",
+    "match",
+    "_",
+    "__init__",
+    "__pycache__",
+    "__main__",
+    "print",
+    "len",
+    "os",
+    "sys",
+    "json",
+    "torch",
+    "tilelang",
+    "generated",
+    "fusegen",
+    "con",
+    "nul",
+    "aux",
+    "ρμς",
+    "名前",
+    "a\u200bb",
+    "ℌx",
+    "a" * 300,
+    "a" * 100000,
+    "",
+    " tiny",
+    "tiny ",
+    "tiny\n",
+    "../evil",
+    "a/b",
+    "a.b",
+    "-x",
+    "9x",
+    "x-y",
+    "x\\u0000y",
 ]
 TOML_SYNTAX = [
-    'name = "tiny', "name = tiny", "name == 1", "[[op]\nkind='rmsnorm'", "= 1", "name = \"a\"\nname = \"b\"",
-    "[op]\n[[op]]", "hidden = 0x", "hidden = 1__0", "eps = 1e", "a = [1, 2", "a = {b = 1", "a = {b = 1,}", '"""\n',
-    "name = 'a\nb'", "[]", "[a.]", "a.b = 1\na = 2", "\x7f = 1", "name = \"\\q\"", "a = 1979-13-40", "\t\t= 3",
+    'name = "tiny',
+    "name = tiny",
+    "name == 1",
+    "[[op]\nkind='rmsnorm'",
+    "= 1",
+    'name = "a"\nname = "b"',
+    "[op]\n[[op]]",
+    "hidden = 0x",
+    "hidden = 1__0",
+    "eps = 1e",
+    "a = [1, 2",
+    "a = {b = 1",
+    "a = {b = 1,}",
+    '"""\n',
+    "name = 'a\nb'",
+    "[]",
+    "[a.]",
+    "a.b = 1\na = 2",
+    "\x7f = 1",
+    'name = "\\q"',
+    "a = 1979-13-40",
+    "\t\t= 3",
 ]
 
 
@@ -130,7 +212,7 @@ def spec_case(category: str, label: str, text: str | bytes, file_name: str = "sp
 
 def spec_cases(rng: random.Random) -> list[Case]:
     cases = []
-    for (section, key) in [(s, k) for s, keys in BASE.items() for k, _ in keys]:
+    for section, key in [(s, k) for s, keys in BASE.items() for k, _ in keys]:
         values = list(WRONG_TYPES)
         if (section, key) in NUMERIC_KEYS:
             values += INT_EDGES
@@ -151,14 +233,22 @@ def spec_cases(rng: random.Random) -> list[Case]:
         cases.append(spec_case("spec: TOML syntax", f"truncated at byte {cut}", text[:cut]))
         cases.append(spec_case("spec: binary and encodings", f"one byte flipped (#{index})", bytes(flipped)))
     unknown = [
-        ("unknown top-level key", render(extra="colour = 1")), ("unknown op key", render({("op0", "weights"): "true"})),
-        ("unknown kind", render({("op0", "kind"): '"softmax"'})), ("kind in capitals", render({("op0", "kind"): '"RMSNorm"'})),
-        ("unknown outputs key", render({("outputs", "z"): "true"})), ("unknown schedule key", render({("schedule", "warps"): "4"})),
-        ("op as a table", render().replace("[[op]]", "[op]", 1)), ("op as a string", 'name = "tiny"\ndtype = "float16"\nhidden = 256\nop = "rmsnorm"\n'),
-        ("no ops", 'name = "tiny"\ndtype = "float16"\nhidden = 256\nop = []\n'), ("ops out of order", render().replace('"rmsnorm"', '"quant_fp8"', 1)),
+        ("unknown top-level key", render(extra="colour = 1")),
+        ("unknown op key", render({("op0", "weights"): "true"})),
+        ("unknown kind", render({("op0", "kind"): '"softmax"'})),
+        ("kind in capitals", render({("op0", "kind"): '"RMSNorm"'})),
+        ("unknown outputs key", render({("outputs", "z"): "true"})),
+        ("unknown schedule key", render({("schedule", "warps"): "4"})),
+        ("op as a table", render().replace("[[op]]", "[op]", 1)),
+        ("op as a string", 'name = "tiny"\ndtype = "float16"\nhidden = 256\nop = "rmsnorm"\n'),
+        ("no ops", 'name = "tiny"\ndtype = "float16"\nhidden = 256\nop = []\n'),
+        ("ops out of order", render().replace('"rmsnorm"', '"quant_fp8"', 1)),
         ("two norms", render({("op1", "kind"): '"rmsnorm"', ("op1", "rope_dim"): None, ("op1", "span"): None, ("op1", "style"): None})),
-        ("outputs as array", render().replace("[outputs]", "[[outputs]]")), ("schedule twice", render() + "\n[schedule]\nthreads = 64\n"),
-        ("op with unknown kind and keys", render(extra="[[op]]\nkind = 'x'\nfoo = 1\n")), ("empty file", ""), ("only comments", "# nothing\n" * 10),
+        ("outputs as array", render().replace("[outputs]", "[[outputs]]")),
+        ("schedule twice", render() + "\n[schedule]\nthreads = 64\n"),
+        ("op with unknown kind and keys", render(extra="[[op]]\nkind = 'x'\nfoo = 1\n")),
+        ("empty file", ""),
+        ("only comments", "# nothing\n" * 10),
     ]
     cases += [spec_case("spec: unknown keys and shapes", label, text) for label, text in unknown]
     deep = [
@@ -174,12 +264,18 @@ def spec_cases(rng: random.Random) -> list[Case]:
     ]
     cases += [spec_case("spec: deep and huge", label, text) for label, text in deep]
     binary = [
-        ("NUL bytes", render().encode().replace(b"tiny", b"ti\0ny")), ("random bytes", bytes(rng.randrange(256) for _ in range(4096))),
-        ("UTF-8 BOM", b"\xef\xbb\xbf" + render().encode()), ("UTF-16", render().encode("utf-16")),
-        ("latin-1 in a string", render({("", "name"): '"tin\xe9"'}).encode("latin-1")), ("lone continuation byte", render().encode() + b"# \x80\n"),
-        ("surrogate escape", render({("", "name"): '"\\ud800"'})), ("overlong UTF-8", render().encode() + b"# \xc0\xaf\n"),
-        ("CR line ends", render().replace("\n", "\r").encode()), ("CRLF line ends", render().replace("\n", "\r\n").encode()),
-        ("ELF header", b"\x7fELF\x02\x01\x01" + bytes(200)), ("gzip", b"\x1f\x8b\x08\x00" + bytes(100)),
+        ("NUL bytes", render().encode().replace(b"tiny", b"ti\0ny")),
+        ("random bytes", bytes(rng.randrange(256) for _ in range(4096))),
+        ("UTF-8 BOM", b"\xef\xbb\xbf" + render().encode()),
+        ("UTF-16", render().encode("utf-16")),
+        ("latin-1 in a string", render({("", "name"): '"tin\xe9"'}).encode("latin-1")),
+        ("lone continuation byte", render().encode() + b"# \x80\n"),
+        ("surrogate escape", render({("", "name"): '"\\ud800"'})),
+        ("overlong UTF-8", render().encode() + b"# \xc0\xaf\n"),
+        ("CR line ends", render().replace("\n", "\r").encode()),
+        ("CRLF line ends", render().replace("\n", "\r\n").encode()),
+        ("ELF header", b"\x7fELF\x02\x01\x01" + bytes(200)),
+        ("gzip", b"\x1f\x8b\x08\x00" + bytes(100)),
     ]
     cases += [spec_case("spec: binary and encodings", label, data) for label, data in binary]
     return cases
@@ -189,9 +285,15 @@ def file_cases() -> list[Case]:
     good = render()
     cases = []
     for label, name in [
-        ("newline in file name", "a\nb.toml"), ("terminal escape in file name", "a\x1b[31mred.toml"), ("backslash in file name", "a\\b.toml"),
-        ("file name starting with a dash", "-rf.toml"), ("spaces in file name", "my spec.toml"), ("unicode file name", "ρμς.toml"),
-        ("quote in file name", 'a"b\'.toml'), ("very long file name", "a" * 250 + ".toml"), ("file name with $(...)", "$(touch pwned).toml"),
+        ("newline in file name", "a\nb.toml"),
+        ("terminal escape in file name", "a\x1b[31mred.toml"),
+        ("backslash in file name", "a\\b.toml"),
+        ("file name starting with a dash", "-rf.toml"),
+        ("spaces in file name", "my spec.toml"),
+        ("unicode file name", "ρμς.toml"),
+        ("quote in file name", "a\"b'.toml"),
+        ("very long file name", "a" * 250 + ".toml"),
+        ("file name with $(...)", "$(touch pwned).toml"),
     ]:
         # A bad key too, so the file name reaches the error message (and no compilation is needed).
         cases.append(spec_case("files: names", label, render({("", "hidden"): "0"}), name))
@@ -231,12 +333,29 @@ def file_cases() -> list[Case]:
                 sock = socket.socket(socket.AF_UNIX)
                 sock.bind(str(specs / "sock.toml"))
                 sock.close()
+
         return setup
 
-    for kind in ["self loop", "two-link loop", "directory loop", "dangling link", "link to /dev/zero", "link to /dev/urandom",
-                 "link to a file outside", "FIFO", "directory named .toml", "unreadable file", "socket"]:
+    for kind in [
+        "self loop",
+        "two-link loop",
+        "directory loop",
+        "dangling link",
+        "link to /dev/zero",
+        "link to /dev/urandom",
+        "link to a file outside",
+        "FIFO",
+        "directory named .toml",
+        "unreadable file",
+        "socket",
+    ]:
         cases.append(Case("files: links, FIFOs, directories", kind + " (by directory)", ["build", "specs", "--jobs", "1"], links(kind)))
-    for kind, name in [("self loop", "loop.toml"), ("FIFO", "fifo.toml"), ("directory named .toml", "dir.toml"), ("link to /dev/zero", "zero.toml")]:
+    for kind, name in [
+        ("self loop", "loop.toml"),
+        ("FIFO", "fifo.toml"),
+        ("directory named .toml", "dir.toml"),
+        ("link to /dev/zero", "zero.toml"),
+    ]:
         cases.append(Case("files: links, FIFOs, directories", kind + " (by name)", ["build", f"specs/{name}", "--jobs", "1"], links(kind)))
 
     def duplicates(kind):
@@ -248,14 +367,27 @@ def file_cases() -> list[Case]:
                 write(project / "more" / "a.toml", render())
             elif kind == "names differing in case":
                 write(project / "specs" / "b.toml", render({("", "name"): '"Tiny"'}))
+
         return setup
 
     cases += [
         Case("files: duplicates", "same name in two files", ["build", "specs"], duplicates("same name in two files")),
         Case("files: duplicates", "same name in two directories", ["build", "specs", "more"], duplicates("same name in two directories")),
         Case("files: duplicates", "names differing in case", ["build", "specs"], duplicates("names differing in case"), compiles=True),
-        Case("files: duplicates", "one file given twice", ["build", "specs/a.toml", "specs/a.toml", "--jobs", "1"], duplicates(""), compiles=True),
-        Case("files: duplicates", "a file and its directory", ["build", "specs", "specs/a.toml", "--jobs", "1"], duplicates(""), compiles=True),
+        Case(
+            "files: duplicates",
+            "one file given twice",
+            ["build", "specs/a.toml", "specs/a.toml", "--jobs", "1"],
+            duplicates(""),
+            compiles=True,
+        ),
+        Case(
+            "files: duplicates",
+            "a file and its directory",
+            ["build", "specs", "specs/a.toml", "--jobs", "1"],
+            duplicates(""),
+            compiles=True,
+        ),
     ]
     return cases
 
@@ -265,16 +397,47 @@ def valid_tuning(measured: dict, gpu: str) -> dict:
     from fusegen.spec import parse_spec
     from fusegen.tuning import problem_key
 
-    hints = {"variant": "fragment", "block_m": 1, "threads": 32, "blk_k": "auto", "prefetch": "auto", "joint_reduction": "auto",
-             "blocks_per_sm": "auto", "ring_slots": "auto"}
-    buckets = [{"first_tokens": first, "last_tokens": last, "measured_at": at, "hints": hints, "median_us": 2.0, "planner_median_us": 2.0, "candidates": 1}
-               for first, last, at in ((1, 64, 8), (65, 1024, 256), (1025, None, 16384))]
+    hints = {
+        "variant": "fragment",
+        "block_m": 1,
+        "threads": 32,
+        "blk_k": "auto",
+        "prefetch": "auto",
+        "joint_reduction": "auto",
+        "blocks_per_sm": "auto",
+        "ring_slots": "auto",
+    }
+    buckets = [
+        {
+            "first_tokens": first,
+            "last_tokens": last,
+            "measured_at": at,
+            "hints": hints,
+            "median_us": 2.0,
+            "planner_median_us": 2.0,
+            "candidates": 1,
+        }
+        for first, last, at in ((1, 64, 8), (65, 1024, 256), (1025, None, 16384))
+    ]
     key = problem_key(parse_spec(render(), "spec.toml"))
     return {"format": 1, "problems": {key: {"gpus": {gpu: {"measured": measured, "buckets": buckets}}}}}
 
 
-HOSTILE = ['"', "'''", '"""', "\\", "\n" + MARKER + " = 1\n#", '"""\n' + MARKER + " = 1\n\"\"\"", "'\n" + MARKER + "()\n'",
-           "\r" + MARKER + " = 1", "\u2028" + MARKER + " = 1", "*/ " + MARKER + " /*", "${" + MARKER + "}", "\x00", "a" * 10000]
+HOSTILE = [
+    '"',
+    "'''",
+    '"""',
+    "\\",
+    "\n" + MARKER + " = 1\n#",
+    '"""\n' + MARKER + ' = 1\n"""',
+    "'\n" + MARKER + "()\n'",
+    "\r" + MARKER + " = 1",
+    "\u2028" + MARKER + " = 1",
+    "*/ " + MARKER + " /*",
+    "${" + MARKER + "}",
+    "\x00",
+    "a" * 10000,
+]
 
 
 def tuning_cases() -> list[Case]:
@@ -289,27 +452,42 @@ def tuning_cases() -> list[Case]:
                 os.symlink("tuning.json", project / "tuning.json")
             elif data is not None:
                 write(project / "tuning.json", data)
+
         return setup
 
     argv = ["build", "specs", "--jobs", "1"]
     cases = []
     for label, data in [
-        ("not JSON", "tuning"), ("empty", ""), ("[ × 100000", "[" * 100000), ("{ × 100000", '{"a":' * 100000), ("a list", "[]"),
-        ("null", "null"), ("format 2", '{"format": 2, "problems": {}}'), ("problems a list", '{"format": 1, "problems": []}'),
-        ("binary", bytes(range(256))), ("UTF-16", '{"format": 1, "problems": {}}'.encode("utf-16")),
-        ("huge number", '{"format": 1' + "0" * 100000 + ', "problems": {}}'), ("NaN", '{"format": NaN, "problems": {}}'),
+        ("not JSON", "tuning"),
+        ("empty", ""),
+        ("[ × 100000", "[" * 100000),
+        ("{ × 100000", '{"a":' * 100000),
+        ("a list", "[]"),
+        ("null", "null"),
+        ("format 2", '{"format": 2, "problems": {}}'),
+        ("problems a list", '{"format": 1, "problems": []}'),
+        ("binary", bytes(range(256))),
+        ("UTF-16", '{"format": 1, "problems": {}}'.encode("utf-16")),
+        ("huge number", '{"format": 1' + "0" * 100000 + ', "problems": {}}'),
+        ("NaN", '{"format": NaN, "problems": {}}'),
     ]:
         cases.append(Case("tuning.json: damaged", label, argv, with_tuning(data)))
     for kind in ("directory", "FIFO", "loop"):
         cases.append(Case("tuning.json: damaged", f"tuning.json is a {kind}", argv, with_tuning(None, kind)))
     good = valid_tuning({"date": "2026-01-01", "commit": "abc1234"}, "NVIDIA H200")
     for label, change in [
-        ("bucket missing", lambda b: b.pop(1)), ("threads a string", lambda b: b[0]["hints"].__setitem__("threads", "32")),
-        ("threads 0", lambda b: b[0]["hints"].__setitem__("threads", 0)), ("threads 33", lambda b: b[0]["hints"].__setitem__("threads", 33)),
-        ("threads 1e9", lambda b: b[0]["hints"].__setitem__("threads", 10**9)), ("variant unknown", lambda b: b[0]["hints"].__setitem__("variant", "fast")),
-        ("block_m 1000", lambda b: b[0]["hints"].__setitem__("block_m", 1000)), ("overlapping buckets", lambda b: b[1].__setitem__("first_tokens", 3)),
-        ("extra key", lambda b: b[0].__setitem__("evil", 1)), ("median negative", lambda b: b[0].__setitem__("median_us", -1)),
-        ("ring_slots 1000", lambda b: b[0]["hints"].__setitem__("ring_slots", 1000)), ("stream at 32 threads", lambda b: b[0]["hints"].__setitem__("variant", "stream")),
+        ("bucket missing", lambda b: b.pop(1)),
+        ("threads a string", lambda b: b[0]["hints"].__setitem__("threads", "32")),
+        ("threads 0", lambda b: b[0]["hints"].__setitem__("threads", 0)),
+        ("threads 33", lambda b: b[0]["hints"].__setitem__("threads", 33)),
+        ("threads 1e9", lambda b: b[0]["hints"].__setitem__("threads", 10**9)),
+        ("variant unknown", lambda b: b[0]["hints"].__setitem__("variant", "fast")),
+        ("block_m 1000", lambda b: b[0]["hints"].__setitem__("block_m", 1000)),
+        ("overlapping buckets", lambda b: b[1].__setitem__("first_tokens", 3)),
+        ("extra key", lambda b: b[0].__setitem__("evil", 1)),
+        ("median negative", lambda b: b[0].__setitem__("median_us", -1)),
+        ("ring_slots 1000", lambda b: b[0]["hints"].__setitem__("ring_slots", 1000)),
+        ("stream at 32 threads", lambda b: b[0]["hints"].__setitem__("variant", "stream")),
     ]:
         data = json.loads(json.dumps(good))
         change(data["problems"][next(iter(data["problems"]))]["gpus"]["NVIDIA H200"]["buckets"])
@@ -317,13 +495,29 @@ def tuning_cases() -> list[Case]:
     # Each accepted case compiles: every string goes into commit, a few into date and the GPU name.
     for index, text in enumerate(HOSTILE):
         for key in ("commit", "date") if index % 3 == 0 else ("commit",):
-            cases.append(Case("tuning.json: hostile strings", f"{key} = {ascii(text)[:40]}", argv,
-                              with_tuning(json.dumps(valid_tuning({"date": "2026-01-01", "commit": "abc", key: text}, "NVIDIA H200"))), compiles=True))
+            cases.append(
+                Case(
+                    "tuning.json: hostile strings",
+                    f"{key} = {ascii(text)[:40]}",
+                    argv,
+                    with_tuning(json.dumps(valid_tuning({"date": "2026-01-01", "commit": "abc", key: text}, "NVIDIA H200"))),
+                    compiles=True,
+                )
+            )
         if index % 3 != 1 or "\x00" in text:
             continue  # and an argument cannot hold NUL
-        cases.append(Case("tuning.json: hostile strings", f"gpu = {ascii(text)[:40]}", argv + ["--gpu", text],
-                          with_tuning(json.dumps(valid_tuning({"date": "2026-01-01", "commit": "abc"}, text))), compiles=True))
-    cases.append(Case("tuning.json: damaged", "--tuning names a missing file", argv + ["--tuning", "nowhere.json"], with_tuning(None), compiles=True))
+        cases.append(
+            Case(
+                "tuning.json: hostile strings",
+                f"gpu = {ascii(text)[:40]}",
+                argv + ["--gpu", text],
+                with_tuning(json.dumps(valid_tuning({"date": "2026-01-01", "commit": "abc"}, text))),
+                compiles=True,
+            )
+        )
+    cases.append(
+        Case("tuning.json: damaged", "--tuning names a missing file", argv + ["--tuning", "nowhere.json"], with_tuning(None), compiles=True)
+    )
     return cases
 
 
@@ -334,12 +528,16 @@ def journal_cases() -> list[Case]:
             (project / "generated").mkdir()
             data = entries(project, sentinel) if callable(entries) else entries
             write(project / "generated" / ".journal.json", data if isinstance(data, (str, bytes)) else json.dumps(data))
+
         return setup
 
     argv = ["build", "specs", "--jobs", "1"]
     # Every path here resolves inside the case's temporary root: the corpus must never reach further.
     journals = [
-        ("not JSON", "{"), ("empty", ""), ("a list", "[]"), ("moves missing", {"remove": [], "staging": "x"}),
+        ("not JSON", "{"),
+        ("empty", ""),
+        ("a list", "[]"),
+        ("moves missing", {"remove": [], "staging": "x"}),
         ("move source ..", {"moves": [["../../sentinel/keep.txt", "stolen.txt"]], "remove": [], "staging": ".staging-x"}),
         ("move target ..", {"moves": [["a", "../../sentinel/keep.txt"]], "remove": [], "staging": ".staging-x"}),
         ("remove ..", {"moves": [], "remove": ["../../sentinel"], "staging": ".staging-x"}),
@@ -368,14 +566,35 @@ def out_cases() -> list[Case]:
                 write(project / "specs" / "spec.toml", render({("", "name"): '"mypkg"'}))
                 write(project / "mypkg" / "__init__.py", "VALUE = 1\n")
                 write(project / "mypkg" / "core.py", "print('mine')\n")
+
         return setup
 
     return [
         Case("--out", "--out is a file", ["build", "specs", "--out", "outfile"], project_with("file"), out="outfile"),
         Case("--out", "--out under a file", ["build", "specs", "--out", "outfile/sub"], project_with("file"), out="outfile/sub"),
-        Case("--out", "--out read-only (root ignores modes)", ["build", "specs", "--out", "ro", "--jobs", "1"], project_with("read-only"), out="ro", compiles=True),
-        Case("--out", "existing user dir named like the kernel", ["build", "specs", "--jobs", "1"], project_with("user dir named like the kernel"), compiles=True),
-        Case("--out", "--out . with a spec named like a package", ["build", "specs", "--out", ".", "--jobs", "1"], project_with("package named like the kernel"), out=".", compiles=True),
+        Case(
+            "--out",
+            "--out read-only (root ignores modes)",
+            ["build", "specs", "--out", "ro", "--jobs", "1"],
+            project_with("read-only"),
+            out="ro",
+            compiles=True,
+        ),
+        Case(
+            "--out",
+            "existing user dir named like the kernel",
+            ["build", "specs", "--jobs", "1"],
+            project_with("user dir named like the kernel"),
+            compiles=True,
+        ),
+        Case(
+            "--out",
+            "--out . with a spec named like a package",
+            ["build", "specs", "--out", ".", "--jobs", "1"],
+            project_with("package named like the kernel"),
+            out=".",
+            compiles=True,
+        ),
         Case("--out", "--out empty string", ["build", "specs", "--out", ""], project_with(""), out="", compiles=True),
     ]
 
@@ -385,20 +604,51 @@ def cli_cases() -> list[Case]:
         write(project / "specs" / "spec.toml", render())
 
     argvs = [
-        ["build", "specs", "--jobs", "0"], ["build", "specs", "--jobs", "-1"], ["build", "specs", "--jobs", "abc"], ["build", "specs", "--jobs", ""],
-        ["build", "specs", "--jobs", "1e3"], ["build", "nowhere.toml"], ["build", "nowhere/"], ["build"], [], ["frobnicate"],
-        ["build", "specs", "--gpu", ""], ["plan", "nowhere.toml"], ["plan", "specs"], ["plan"], ["plan", "specs/spec.toml", "--tuning", "specs"],
-        ["build", "/dev/null"], ["plan", "/dev/null"], ["build", "specs", "--bogus"], ["bench", "specs", "--tokens", "0"],
-        ["bench", "specs", "--tokens", "-1"], ["bench", "specs", "--tokens", "x"], ["bench", "nowhere.toml"], ["tune", "specs", "--jobs", "0"],
-        ["tune", "nowhere.toml"], ["record", "nowhere.md", "results"], ["record"], ["plot", "nowhere"],
+        ["build", "specs", "--jobs", "0"],
+        ["build", "specs", "--jobs", "-1"],
+        ["build", "specs", "--jobs", "abc"],
+        ["build", "specs", "--jobs", ""],
+        ["build", "specs", "--jobs", "1e3"],
+        ["build", "nowhere.toml"],
+        ["build", "nowhere/"],
+        ["build"],
+        [],
+        ["frobnicate"],
+        ["build", "specs", "--gpu", ""],
+        ["plan", "nowhere.toml"],
+        ["plan", "specs"],
+        ["plan"],
+        ["plan", "specs/spec.toml", "--tuning", "specs"],
+        ["build", "/dev/null"],
+        ["plan", "/dev/null"],
+        ["build", "specs", "--bogus"],
+        ["bench", "specs", "--tokens", "0"],
+        ["bench", "specs", "--tokens", "-1"],
+        ["bench", "specs", "--tokens", "x"],
+        ["bench", "nowhere.toml"],
+        ["tune", "specs", "--jobs", "0"],
+        ["tune", "nowhere.toml"],
+        ["record", "nowhere.md", "results"],
+        ["record"],
+        ["plot", "nowhere"],
     ]
     return [Case("CLI arguments", " ".join(argv) or "(no arguments)", argv, spec) for argv in argvs]
 
 
 def record_cases() -> list[Case]:
     section = "<!-- fusegen bench results: results -->\nold\n<!-- end of fusegen bench results -->\n"
-    row = {"kernel": "k", "tokens": 1, "impl": "fusegen", "median_us": 1.0, "p10_us": 1.0, "p90_us": 1.0, "ledger_bytes": 10,
-           "tb_per_s": 1.0, "host_us_per_call": None, "schedule": ""}
+    row = {
+        "kernel": "k",
+        "tokens": 1,
+        "impl": "fusegen",
+        "median_us": 1.0,
+        "p10_us": 1.0,
+        "p90_us": 1.0,
+        "ledger_bytes": 10,
+        "tb_per_s": 1.0,
+        "host_us_per_call": None,
+        "schedule": "",
+    }
     good = {"environment": {"gpu": "G", "date": "2026-01-01"}, "copy_tb_per_s": 4.0, "rows": [row]}
 
     def variant(**changes):
@@ -411,28 +661,49 @@ def record_cases() -> list[Case]:
         return json.dumps(data)
 
     inputs = [
-        ("not JSON", "{", section), ("empty", "", section), ("[ × 100000", "[" * 100000, section), ("a list", "[]", section),
-        ("rows missing", json.dumps({"environment": {}, "copy_tb_per_s": 4.0}), section), ("rows a string", variant(rows="x"), section),
+        ("not JSON", "{", section),
+        ("empty", "", section),
+        ("[ × 100000", "[" * 100000, section),
+        ("a list", "[]", section),
+        ("rows missing", json.dumps({"environment": {}, "copy_tb_per_s": 4.0}), section),
+        ("rows a string", variant(rows="x"), section),
         ("row with an unknown key", json.dumps({**good, "rows": [{**row, "extra": 1}]}), section),
         ("row missing a key", json.dumps({**good, "rows": [{k: v for k, v in row.items() if k != "median_us"}]}), section),
-        ("median a string", variant(row_median_us="fast"), section), ("median zero", variant(row_median_us=0), section),
-        ("ceiling a string", variant(copy_tb_per_s="4"), section), ("environment a list", variant(environment=[1]), section),
-        ("binary", bytes(range(256)), section), ("no section in the markdown", json.dumps(good), "# nothing here\n"),
-        ("markdown not UTF-8", json.dumps(good), b"\xff\xfe" + section.encode()), ("hostile kernel name", variant(row_kernel="| x |\n<script>"), section),
+        ("median a string", variant(row_median_us="fast"), section),
+        ("median zero", variant(row_median_us=0), section),
+        ("ceiling a string", variant(copy_tb_per_s="4"), section),
+        ("environment a list", variant(environment=[1]), section),
+        ("binary", bytes(range(256)), section),
+        ("no section in the markdown", json.dumps(good), "# nothing here\n"),
+        ("markdown not UTF-8", json.dumps(good), b"\xff\xfe" + section.encode()),
+        ("hostile kernel name", variant(row_kernel="| x |\n<script>"), section),
     ]
     cases = []
     for label, bench, markdown in inputs:
+
         def setup(project: Path, sentinel: Path, bench=bench, markdown=markdown) -> None:
             write(project / "results" / "bench.json", bench)
             write(project / "BENCHMARKS.md", markdown)
+
         # The markdown file and the plot are what these commands exist to write.
-        cases.append(Case("record and plot: bench.json", f"record: {label}", ["record", "BENCHMARKS.md", "results"], setup, out="BENCHMARKS.md"))
+        cases.append(
+            Case("record and plot: bench.json", f"record: {label}", ["record", "BENCHMARKS.md", "results"], setup, out="BENCHMARKS.md")
+        )
         cases.append(Case("record and plot: bench.json", f"plot: {label}", ["plot", "results"], setup, out="results/bench.png"))
 
     def directory(project: Path, sentinel: Path) -> None:
         (project / "results" / "bench.json").mkdir(parents=True)
         write(project / "BENCHMARKS.md", section)
-    cases.append(Case("record and plot: bench.json", "record: bench.json is a directory", ["record", "BENCHMARKS.md", "results"], directory, out="BENCHMARKS.md"))
+
+    cases.append(
+        Case(
+            "record and plot: bench.json",
+            "record: bench.json is a directory",
+            ["record", "BENCHMARKS.md", "results"],
+            directory,
+            out="BENCHMARKS.md",
+        )
+    )
     return cases
 
 
@@ -547,7 +818,11 @@ def run_case(case: Case) -> Case:
         elif code == 0:
             problems = consistency_problems(project / case.out) if case.argv[:1] == ["build"] and case.out is not None else []
             case.outcome, case.detail = ("harm", "; ".join(problems)) if problems else ("accepted", "")
-        elif code == REFUSAL_EXIT and any(line.startswith("error:") or ": error:" in line for line in stderr.splitlines()) and not out_written:
+        elif (
+            code == REFUSAL_EXIT
+            and any(line.startswith("error:") or ": error:" in line for line in stderr.splitlines())
+            and not out_written
+        ):
             case.outcome = "clean"
         else:
             case.outcome = "unclean"
@@ -568,10 +843,13 @@ def report(cases: list[Case], seed: int, quick: bool, seconds: float) -> str:
         counts.setdefault(case.category, Counter())[case.outcome] += 1
     total = Counter(case.outcome for case in cases)
     lines = [
-        "# Malformed-input corpus", "",
+        "# Malformed-input corpus",
+        "",
         f"`python scripts/malformed_corpus.py{' --quick' if quick else ''} --seed {seed}`: {len(cases)} cases in {seconds:.0f} s "
-        f"(python {sys.version.split()[0]}).", "",
-        "| category | " + " | ".join(OUTCOMES) + " |", "|---|" + "---:|" * len(OUTCOMES),
+        f"(python {sys.version.split()[0]}).",
+        "",
+        "| category | " + " | ".join(OUTCOMES) + " |",
+        "|---|" + "---:|" * len(OUTCOMES),
     ]
     for category, counter in counts.items():
         lines.append(f"| {category} | " + " | ".join(str(counter[o]) for o in OUTCOMES) + " |")
@@ -582,8 +860,10 @@ def report(cases: list[Case], seed: int, quick: bool, seconds: float) -> str:
             continue
         lines += ["", f"## {outcome} ({len(listed)})", ""]
         for case in listed:
-            lines.append(f"- **{case.category}** — {ascii(case.label)[1:-1][:120]}: `fusegen {ascii(' '.join(case.argv))[1:-1][:100]}`"
-                         + (f" — {case.detail[:200]}" if case.detail else ""))
+            lines.append(
+                f"- **{case.category}** — {ascii(case.label)[1:-1][:120]}: `fusegen {ascii(' '.join(case.argv))[1:-1][:100]}`"
+                + (f" — {case.detail[:200]}" if case.detail else "")
+            )
             lines += [f"    > {ascii(line)[1:-1][:160]}" for line in case.lines[:4]]
     return "\n".join(lines) + "\n"
 

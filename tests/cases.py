@@ -1,6 +1,7 @@
 """Named spec variations that reach every planner and emitter path. Each says what it is for.
 The CPU suite compiles all of them and checks their CUDA; the GPU matrix runs them against the
 reference at many token counts."""
+
 from __future__ import annotations
 
 from fusegen.tuning import TunedRoute
@@ -42,12 +43,26 @@ CASES = {
     "rms_rstd_no_weight": case("rstd output, no weight", [{"kind": "rmsnorm", "weight": False}], outputs={"rstd": True}),
     "rms_naive": case("naive variant: row staged in shared memory", [RMS], "float16", schedule={"variant": "naive"}),
     "rms_splitk": case("split-K: two passes over 1024-column chunks", [RMS], "float16", schedule={"variant": "splitk", "blk_k": 1024}),
-    "rms_splitk_ragged": case("split-K with a ragged last chunk (5120 = 4.x·1024 → 5 chunks of 1024)", [RMS], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
-    "rms_splitk_padded_chunk": case("split-K whose chunk overhangs the row (1000 columns, 512-wide chunks)", [RMS], hidden=1000, schedule={"variant": "splitk", "blk_k": 512}),
+    "rms_splitk_ragged": case(
+        "split-K with a ragged last chunk (5120 = 4.x·1024 → 5 chunks of 1024)",
+        [RMS],
+        hidden=5120,
+        schedule={"variant": "splitk", "blk_k": 1024},
+    ),
+    "rms_splitk_padded_chunk": case(
+        "split-K whose chunk overhangs the row (1000 columns, 512-wide chunks)",
+        [RMS],
+        hidden=1000,
+        schedule={"variant": "splitk", "blk_k": 512},
+    ),
     "rms_block_m4": case("four rows per block: row guards on the last partial block", [RMS], hidden=1024, schedule={"block_m": 4}),
     "ln_fp16_4096": case("LayerNorm with Y, Mean, Rstd", [LN], "float16", outputs={"mean": True, "rstd": True}),
-    "ln_bf16_4000_padded": case("LayerNorm on a padded row: centred padding must not enter the variance", [LN], hidden=4000, outputs={"mean": True}),
-    "ln_fp32_768_no_affine": case("LayerNorm without weight and bias", [{"kind": "layernorm", "weight": False, "bias": False}], "float32", 768),
+    "ln_bf16_4000_padded": case(
+        "LayerNorm on a padded row: centred padding must not enter the variance", [LN], hidden=4000, outputs={"mean": True}
+    ),
+    "ln_fp32_768_no_affine": case(
+        "LayerNorm without weight and bias", [{"kind": "layernorm", "weight": False, "bias": False}], "float32", 768
+    ),
     # RoPE pairing.
     "rope_tail_neox_64": case("RMSNorm → tail NeoX 64 (the seed's fused chain)", [RMS, rope(64)]),
     "rope_tail_neox_32_small": case("the seed's small shape: N = 256, rope_dim 32", [RMS, rope(32)], "float16", 256),
@@ -56,7 +71,9 @@ CASES = {
     "rope_head_gptj_128": case("head span, GPT-J pairs (DeepSeek MLA style)", [RMS, rope(128, span="head", style="gptj")]),
     "rope_tail_gptj_64_7168": case("tail GPT-J on 8-byte vectors", [RMS, rope(64, style="gptj")], hidden=7168),
     "rope_full_row_128": case("rope_dim = hidden: the whole row rotates", [RMS, rope(128)], "float32", 128),
-    "rope_block_m2": case("two rows per block: cos/sin reads guarded past the last token", [RMS, rope(64)], hidden=2048, schedule={"block_m": 2}),
+    "rope_block_m2": case(
+        "two rows per block: cos/sin reads guarded past the last token", [RMS, rope(64)], hidden=2048, schedule={"block_m": 2}
+    ),
     "rope_alone": case("RoPE with no norm before it", [rope(64)], "float16", 1024),
     # FP8 quantisation.
     "quant_token_y": case("the seed's capstone: Y, Q, per-token Scale", [RMS, rope(64), quant()], "float16"),
@@ -65,63 +82,256 @@ CASES = {
     "quant_g64_e5m2_ue8m0": case("e5m2 codes with power-of-two scales", [RMS, rope(64), quant(64, fp8="e5m2", scale="ue8m0")]),
     "quant_g128_fp32": case("float32 activations into group quant", [RMS, quant(128)], "float32", 2048),
     "quant_g32_padded": case("32-wide groups on a padded row (4000 → 4096)", [RMS, quant(32)], hidden=4000),
-    "quant_ln_rope_g128": case("LayerNorm → GPT-J tail RoPE 128 → group 128", [LN, rope(128, style="gptj"), quant(128)], "float16", outputs={"y": False, "mean": True, "rstd": True}),
+    "quant_ln_rope_g128": case(
+        "LayerNorm → GPT-J tail RoPE 128 → group 128",
+        [LN, rope(128, style="gptj"), quant(128)],
+        "float16",
+        outputs={"y": False, "mean": True, "rstd": True},
+    ),
     "quant_alone": case("per-token cast to FP8 with no other op", [quant()], "float16", 2048),
     "quant_alone_g128_block_m2": case("group quant, two rows per block", [quant(128)], hidden=1024, schedule={"block_m": 2}),
     "quant_rope_256": case("RoPE → quant at the seed's small width", [rope(32), quant(128)], "float16", 256),
-    "rms_block_m4_one_warp": case("four short rows on one warp: the warp-partial store is vectorised", [RMS, quant(64, scale="ue8m0")], "float32", 128, schedule={"block_m": 4}),
-    "rope_dim_8_narrows_vectors": case("rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096),
-    "rope_span_would_wrap": case("a 128-wide tail span at columns 72..199 would wrap a 128-column tile: wider tile chosen", [LN, rope(128, style="gptj")], "float32", 200),
+    "rms_block_m4_one_warp": case(
+        "four short rows on one warp: the warp-partial store is vectorised",
+        [RMS, quant(64, scale="ue8m0")],
+        "float32",
+        128,
+        schedule={"block_m": 4},
+    ),
+    "rope_dim_8_narrows_vectors": case(
+        "rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096
+    ),
+    "rope_span_would_wrap": case(
+        "a 128-wide tail span at columns 72..199 would wrap a 128-column tile: wider tile chosen",
+        [LN, rope(128, style="gptj")],
+        "float32",
+        200,
+    ),
     "rope_dim_2_scalar": case("the smallest span: one pair, scalar accesses", [LN, rope(2, style="gptj"), quant(8)], "float32", 640),
-    "quant_pinned_999_tokens": case("token count pinned by the spec (static shapes), 4 rows per block, partial last block", [RMS, rope(64), quant(128)], tokens=999, schedule={"block_m": 4}),
+    "quant_pinned_999_tokens": case(
+        "token count pinned by the spec (static shapes), 4 rows per block, partial last block",
+        [RMS, rope(64), quant(128)],
+        tokens=999,
+        schedule={"block_m": 4},
+    ),
     # Side inputs loaded where they are used (prefetch off: the path every kernel took before step 9).
-    "rope_quant_no_prefetch": case("RMSNorm → RoPE → group quant with weight and cos/sin read after the reductions", [RMS, rope(64), quant(128)], "float16", schedule={"prefetch": False}),
-    "ln_padded_no_prefetch": case("LayerNorm on a padded row, weight and bias read in place", [LN], hidden=1000, schedule={"prefetch": False}),
-    "ln_padded_block_m2_prefetch": case("staged weight and bias with zeroed padding, two rows sharing them", [LN, rope(64)], hidden=1000, schedule={"block_m": 2}),
+    "rope_quant_no_prefetch": case(
+        "RMSNorm → RoPE → group quant with weight and cos/sin read after the reductions",
+        [RMS, rope(64), quant(128)],
+        "float16",
+        schedule={"prefetch": False},
+    ),
+    "ln_padded_no_prefetch": case(
+        "LayerNorm on a padded row, weight and bias read in place", [LN], hidden=1000, schedule={"prefetch": False}
+    ),
+    "ln_padded_block_m2_prefetch": case(
+        "staged weight and bias with zeroed padding, two rows sharing them", [LN, rope(64)], hidden=1000, schedule={"block_m": 2}
+    ),
     # Not a power of two warps (tuning searches these counts).
-    "threads_224_group128_7168": case("7 warps (not a power of two) × 16-byte vectors, groups of 128 tiling 1792-column tiles", [RMS, rope(64), quant(128)], hidden=7168, schedule={"threads": 224}),
+    "threads_224_group128_7168": case(
+        "7 warps (not a power of two) × 16-byte vectors, groups of 128 tiling 1792-column tiles",
+        [RMS, rope(64), quant(128)],
+        hidden=7168,
+        schedule={"threads": 224},
+    ),
     "threads_96_ln_rope_1536": case("3 warps over a LayerNorm → RoPE row", [LN, rope(64)], "float16", 1536, schedule={"threads": 96}),
     # The norm's sum of squares and the per-token amax in one exchange, rstd applied after (step 13).
-    "joint_token_y_block_m2": case("joint reduction with Y written, two rows per block", [RMS, rope(64), quant()], "float16", schedule={"joint_reduction": True, "block_m": 2}),
-    "joint_padded_rstd_no_weight": case("joint reduction on a padded row without weight, Rstd written, no Y", [{"kind": "rmsnorm", "weight": False}, quant()], "float16", 1000, outputs={"y": False, "rstd": True}, schedule={"joint_reduction": True}),
-    "joint_gptj_e5m2_224_threads": case("joint reduction, GPT-J span, e5m2 with power-of-two scales, 7 warps", [RMS, rope(64, style="gptj"), quant(fp8="e5m2", scale="ue8m0")], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True, "threads": 224}),
+    "joint_token_y_block_m2": case(
+        "joint reduction with Y written, two rows per block",
+        [RMS, rope(64), quant()],
+        "float16",
+        schedule={"joint_reduction": True, "block_m": 2},
+    ),
+    "joint_padded_rstd_no_weight": case(
+        "joint reduction on a padded row without weight, Rstd written, no Y",
+        [{"kind": "rmsnorm", "weight": False}, quant()],
+        "float16",
+        1000,
+        outputs={"y": False, "rstd": True},
+        schedule={"joint_reduction": True},
+    ),
+    "joint_gptj_e5m2_224_threads": case(
+        "joint reduction, GPT-J span, e5m2 with power-of-two scales, 7 warps",
+        [RMS, rope(64, style="gptj"), quant(fp8="e5m2", scale="ue8m0")],
+        hidden=7168,
+        outputs={"y": False},
+        schedule={"joint_reduction": True, "threads": 224},
+    ),
     # A persistent grid streaming rows through a cp.async ring in shared memory (variant "stream").
-    "stream_fp8_only": case("the fp8-only seed chain streamed, 4 warps, blocks per SM from the planner", [RMS, rope(64), quant()], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
-    "stream_joint_bf16_7168": case("stream with the joint reduction, 7168 columns, 3 blocks per SM, two rows in flight", [RMS, rope(64), quant()], hidden=7168, outputs={"y": False}, schedule={"variant": "stream", "threads": 128, "blocks_per_sm": 3, "joint_reduction": True, "ring_slots": 3}),
-    "stream_ln_y_mean": case("stream over a LayerNorm → RoPE row of 1536 columns (64 threads × 3 vectors) with Y and Mean, a 4-slot ring; weight and bias staged once", [LN, rope(64)], hidden=1536, outputs={"mean": True}, schedule={"variant": "stream", "threads": 64, "ring_slots": 4}),
-    "stream_no_prefetch_g128": case("stream with cos/sin and weight read in place (only X through the ring), group 128", [RMS, rope(64), quant(128)], hidden=2048, schedule={"variant": "stream", "prefetch": False}),
-    "stream_pinned_37_tokens": case("stream with the token count pinned below the grid: one row per block", [RMS, rope(64, span="head", style="gptj"), quant(64, fp8="e5m2", scale="ue8m0")], "float32", 1024, tokens=37, schedule={"variant": "stream"}),
-    "stream_pinned_5000_tokens": case("stream with the token count pinned above the grid, one block per SM", [RMS, quant()], hidden=4096, tokens=5000, schedule={"variant": "stream", "blocks_per_sm": 1}),
-    "stream_group_quant_alone": case("stream of a chain with no cross-warp exchange: the ring's own barriers order its slots", [quant(128)], hidden=1024, schedule={"variant": "stream"}),
+    "stream_fp8_only": case(
+        "the fp8-only seed chain streamed, 4 warps, blocks per SM from the planner",
+        [RMS, rope(64), quant()],
+        "float16",
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128},
+    ),
+    "stream_joint_bf16_7168": case(
+        "stream with the joint reduction, 7168 columns, 3 blocks per SM, two rows in flight",
+        [RMS, rope(64), quant()],
+        hidden=7168,
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128, "blocks_per_sm": 3, "joint_reduction": True, "ring_slots": 3},
+    ),
+    "stream_ln_y_mean": case(
+        "stream over a LayerNorm → RoPE row of 1536 columns (64 threads × 3 vectors) with Y and Mean, a 4-slot ring; weight and bias staged once",
+        [LN, rope(64)],
+        hidden=1536,
+        outputs={"mean": True},
+        schedule={"variant": "stream", "threads": 64, "ring_slots": 4},
+    ),
+    "stream_no_prefetch_g128": case(
+        "stream with cos/sin and weight read in place (only X through the ring), group 128",
+        [RMS, rope(64), quant(128)],
+        hidden=2048,
+        schedule={"variant": "stream", "prefetch": False},
+    ),
+    "stream_pinned_37_tokens": case(
+        "stream with the token count pinned below the grid: one row per block",
+        [RMS, rope(64, span="head", style="gptj"), quant(64, fp8="e5m2", scale="ue8m0")],
+        "float32",
+        1024,
+        tokens=37,
+        schedule={"variant": "stream"},
+    ),
+    "stream_pinned_5000_tokens": case(
+        "stream with the token count pinned above the grid, one block per SM",
+        [RMS, quant()],
+        hidden=4096,
+        tokens=5000,
+        schedule={"variant": "stream", "blocks_per_sm": 1},
+    ),
+    "stream_group_quant_alone": case(
+        "stream of a chain with no cross-warp exchange: the ring's own barriers order its slots",
+        [quant(128)],
+        hidden=1024,
+        schedule={"variant": "stream"},
+    ),
     # RoPE partners by warp shuffle where the lanes allow it, through shared memory where they do not (step 15).
-    "rope_head_neox_256_whole_warp": case("a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle", [RMS, rope(256, span="head"), quant()], "float16", outputs={"y": False}),
-    "rope_neox_512_two_warps": case("a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]),
+    "rope_head_neox_256_whole_warp": case(
+        "a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle",
+        [RMS, rope(256, span="head"), quant()],
+        "float16",
+        outputs={"y": False},
+    ),
+    "rope_neox_512_two_warps": case(
+        "a neox span over two warps: partners a warp apart, paired through shared memory", [RMS, rope(512), quant(128)]
+    ),
     # Passed on the H200 (2026-12-01): add_residual, rope source = cache, column scales, weight_offset.
     # Column-major, TMA-aligned scales (scale_layout = "column"): 1, 3 and 255 tokens pad the column.
-    "quant_column_g128_bf16_7168": case("DeepSeek-V3's activation quant: group 128, scales column-major for the FP8 GEMM", [RMS, quant(128, scale_layout="column")], hidden=7168, outputs={"y": False}),
-    "quant_column_g128_fp16_ue8m0": case("column-major power-of-two scales with Y written", [RMS, rope(64), quant(128, scale="ue8m0", scale_layout="column")], "float16"),
-    "quant_column_token": case("per-token scales in the column layout: one column, strides (1, M padded)", [RMS, quant(scale_layout="column")], "float16", 2048),
-    "quant_column_pinned_block_m4": case("column scales with the token count pinned (999 → stride 1000), 4 rows per block", [quant(128, scale_layout="column")], hidden=1024, tokens=999, schedule={"block_m": 4}),
-    "quant_column_stream_joint": case("column scales from the stream variant with the joint reduction", [RMS, quant(scale_layout="column")], hidden=4096, outputs={"y": False}, schedule={"variant": "stream", "joint_reduction": True}),
-    "quant_column_stream_g128": case("column group scales from the stream variant", [RMS, quant(128, scale_layout="column")], "float16", 4096, schedule={"variant": "stream"}),
+    "quant_column_g128_bf16_7168": case(
+        "DeepSeek-V3's activation quant: group 128, scales column-major for the FP8 GEMM",
+        [RMS, quant(128, scale_layout="column")],
+        hidden=7168,
+        outputs={"y": False},
+    ),
+    "quant_column_g128_fp16_ue8m0": case(
+        "column-major power-of-two scales with Y written", [RMS, rope(64), quant(128, scale="ue8m0", scale_layout="column")], "float16"
+    ),
+    "quant_column_token": case(
+        "per-token scales in the column layout: one column, strides (1, M padded)", [RMS, quant(scale_layout="column")], "float16", 2048
+    ),
+    "quant_column_pinned_block_m4": case(
+        "column scales with the token count pinned (999 → stride 1000), 4 rows per block",
+        [quant(128, scale_layout="column")],
+        hidden=1024,
+        tokens=999,
+        schedule={"block_m": 4},
+    ),
+    "quant_column_stream_joint": case(
+        "column scales from the stream variant with the joint reduction",
+        [RMS, quant(scale_layout="column")],
+        hidden=4096,
+        outputs={"y": False},
+        schedule={"variant": "stream", "joint_reduction": True},
+    ),
+    "quant_column_stream_g128": case(
+        "column group scales from the stream variant",
+        [RMS, quant(128, scale_layout="column")],
+        "float16",
+        4096,
+        schedule={"variant": "stream"},
+    ),
     # Gemma's RMSNorm scales by 1 + w (weight_offset), its weights near 0.
-    "rms_gemma_offset_3840": case("Gemma 3 12B's width: weight_offset 1.0, weight staged with the offset in float32", [{"kind": "rmsnorm", "weight_offset": 1.0}], hidden=3840),
-    "rms_gemma_offset_stream_quant": case("weight_offset staged once per persistent block, then group quant", [{"kind": "rmsnorm", "weight_offset": 1.0}, quant(128)], hidden=2048, schedule={"variant": "stream"}),
-    "rms_gemma_offset_no_prefetch": case("weight_offset added where the weight is read (no staging), joint reduction", [{"kind": "rmsnorm", "weight_offset": 1.0}, quant()], hidden=1000, schedule={"prefetch": False, "joint_reduction": True}),
-    "rms_gemma_offset_splitk": case("weight_offset in split-K's second pass, ragged last chunk", [{"kind": "rmsnorm", "weight_offset": 1.0}], hidden=5120, schedule={"variant": "splitk", "blk_k": 1024}),
-    "rms_gemma_offset_naive": case("weight_offset in the naive variant", [{"kind": "rmsnorm", "weight_offset": -0.5}], "float16", 2048, schedule={"variant": "naive"}),
+    "rms_gemma_offset_3840": case(
+        "Gemma 3 12B's width: weight_offset 1.0, weight staged with the offset in float32",
+        [{"kind": "rmsnorm", "weight_offset": 1.0}],
+        hidden=3840,
+    ),
+    "rms_gemma_offset_stream_quant": case(
+        "weight_offset staged once per persistent block, then group quant",
+        [{"kind": "rmsnorm", "weight_offset": 1.0}, quant(128)],
+        hidden=2048,
+        schedule={"variant": "stream"},
+    ),
+    "rms_gemma_offset_no_prefetch": case(
+        "weight_offset added where the weight is read (no staging), joint reduction",
+        [{"kind": "rmsnorm", "weight_offset": 1.0}, quant()],
+        hidden=1000,
+        schedule={"prefetch": False, "joint_reduction": True},
+    ),
+    "rms_gemma_offset_splitk": case(
+        "weight_offset in split-K's second pass, ragged last chunk",
+        [{"kind": "rmsnorm", "weight_offset": 1.0}],
+        hidden=5120,
+        schedule={"variant": "splitk", "blk_k": 1024},
+    ),
+    "rms_gemma_offset_naive": case(
+        "weight_offset in the naive variant", [{"kind": "rmsnorm", "weight_offset": -0.5}], "float16", 2048, schedule={"variant": "naive"}
+    ),
     # The residual add before the norm (every decoder layer of Llama, Qwen, DeepSeek).
-    "add_rms_quant_token_bf16": case("residual add → RMSNorm → per-token e4m3 at Llama-3.1-8B's width: residual_out, Q, Scale", [ADD, RMS, quant()], outputs={"y": False}),
-    "add_rms_y_fp16": case("residual add → RMSNorm with Y and residual_out (test_add_residual runs it in place too)", [ADD, RMS], "float16"),
-    "add_ln_padded_block_m2": case("residual add → LayerNorm on a padded row (1000 → 1024), two rows per block: masked residual loads and stores, Mean", [ADD, LN], hidden=1000, outputs={"mean": True}, schedule={"block_m": 2}),
-    "add_fp32_no_residual_out": case("float32 stream (no rounding), residual_out off: only Y leaves", [ADD, RMS], "float32", 2048, outputs={"residual": False}),
-    "add_joint_fragment_7168": case("residual add before a joint reduction (fragment, weight staged): the add runs ahead of the norm's partials", [ADD, RMS, quant()], hidden=7168, outputs={"y": False}, schedule={"joint_reduction": True}),
-    "add_stream_joint_rope": case("residual add in the stream variant, read in place beside the ring, joint reduction, RoPE", [ADD, RMS, rope(64), quant()], outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
+    "add_rms_quant_token_bf16": case(
+        "residual add → RMSNorm → per-token e4m3 at Llama-3.1-8B's width: residual_out, Q, Scale", [ADD, RMS, quant()], outputs={"y": False}
+    ),
+    "add_rms_y_fp16": case(
+        "residual add → RMSNorm with Y and residual_out (test_add_residual runs it in place too)", [ADD, RMS], "float16"
+    ),
+    "add_ln_padded_block_m2": case(
+        "residual add → LayerNorm on a padded row (1000 → 1024), two rows per block: masked residual loads and stores, Mean",
+        [ADD, LN],
+        hidden=1000,
+        outputs={"mean": True},
+        schedule={"block_m": 2},
+    ),
+    "add_fp32_no_residual_out": case(
+        "float32 stream (no rounding), residual_out off: only Y leaves", [ADD, RMS], "float32", 2048, outputs={"residual": False}
+    ),
+    "add_joint_fragment_7168": case(
+        "residual add before a joint reduction (fragment, weight staged): the add runs ahead of the norm's partials",
+        [ADD, RMS, quant()],
+        hidden=7168,
+        outputs={"y": False},
+        schedule={"joint_reduction": True},
+    ),
+    "add_stream_joint_rope": case(
+        "residual add in the stream variant, read in place beside the ring, joint reduction, RoPE",
+        [ADD, RMS, rope(64), quant()],
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128},
+    ),
     # RoPE reading cos/sin from a cos_sin_cache at each token's position (source = "cache").
-    "rope_cache_neox_tail_64_fp16": case("RMSNorm → tail NeoX 64 from a 131072-position cache, staged per block", [RMS, rope(64, source="cache", max_position=131072)], "float16"),
-    "rope_cache_gptj_head_bf16": case("head GPT-J 128 from the cache read in place (no prefetch), four rows per block: guarded gathers", [RMS, rope(128, span="head", style="gptj", source="cache", max_position=32768)], hidden=1024, schedule={"prefetch": False, "block_m": 4}),
-    "rope_cache_stream_quant": case("stream: each cache row cp.async-copied into the ring at the position read first", [RMS, rope(64, source="cache", max_position=8192), quant(128)], "float16", outputs={"y": False}, schedule={"variant": "stream", "threads": 128}),
-    "rope_cache_edges_4096": case("a 4096-position cache; the sampler puts the first and last token at positions 0 and 4095", [rope(64, style="gptj", source="cache", max_position=4096), quant()], hidden=2048),
+    "rope_cache_neox_tail_64_fp16": case(
+        "RMSNorm → tail NeoX 64 from a 131072-position cache, staged per block",
+        [RMS, rope(64, source="cache", max_position=131072)],
+        "float16",
+    ),
+    "rope_cache_gptj_head_bf16": case(
+        "head GPT-J 128 from the cache read in place (no prefetch), four rows per block: guarded gathers",
+        [RMS, rope(128, span="head", style="gptj", source="cache", max_position=32768)],
+        hidden=1024,
+        schedule={"prefetch": False, "block_m": 4},
+    ),
+    "rope_cache_stream_quant": case(
+        "stream: each cache row cp.async-copied into the ring at the position read first",
+        [RMS, rope(64, source="cache", max_position=8192), quant(128)],
+        "float16",
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128},
+    ),
+    "rope_cache_edges_4096": case(
+        "a 4096-position cache; the sampler puts the first and last token at positions 0 and 4095",
+        [rope(64, style="gptj", source="cache", max_position=4096), quant()],
+        hidden=2048,
+    ),
 }
 
 
@@ -142,10 +352,16 @@ def spec_for(name: str) -> dict:
     purpose, spec = {**CASES, **PENDING_GPU_CASES}[name]
     return {"name": name, **spec}
 
+
 # The committed examples: the seed's seven kernels, each in specs/<name>.toml and tuned in tuning.json.
 # Any other spec in specs/ is a user's (the README's tutorial adds one): it builds with the planner's
 # own schedule, and the suite must stay green with it there.
 EXAMPLE_KERNELS = (
-    "layer_norm_fwd", "rms_norm", "rms_norm_naive_row_per_block", "rms_norm_rope_fused",
-    "rms_norm_rope_quant_fp8_only", "rms_norm_rope_quant_fused", "rms_norm_splitk",
+    "layer_norm_fwd",
+    "rms_norm",
+    "rms_norm_naive_row_per_block",
+    "rms_norm_rope_fused",
+    "rms_norm_rope_quant_fp8_only",
+    "rms_norm_rope_quant_fused",
+    "rms_norm_splitk",
 )

@@ -1,18 +1,18 @@
 """The residual add before the norm: its outputs and their default, the kernel's argument order, the
 ledger, and the in-place update (residual_out = the residual input) that servers use."""
+
 from __future__ import annotations
 
 import logging
 
 import pytest
 import torch
+from cases import spec_for
 
 from fusegen import checking, testing
 from fusegen.plan import plan
 from fusegen.runtime import KernelArgumentError
 from fusegen.spec import KernelSpec
-
-from cases import spec_for
 
 HIDDEN = 256
 

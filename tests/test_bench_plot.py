@@ -1,5 +1,6 @@
 """The bench plot: its form follows the data (grouped bars for one token count or many kernels, × copy and
 µs per call against tokens otherwise), and the copy ceiling's colour belongs to the ceiling alone."""
+
 from __future__ import annotations
 
 import json

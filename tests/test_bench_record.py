@@ -1,5 +1,6 @@
 """`fusegen record`: saved bench results written into their marked sections of a markdown file, the rest
 of the file left as it was."""
+
 from __future__ import annotations
 
 import json
@@ -55,6 +56,7 @@ def test_record_fills_sections_and_is_idempotent(tmp_path, monkeypatch):
         assert f"| {compiled / fused:.2f} |" in section
         assert "commit abc1234" in section
         assert f"prose after {d}" in text
+
     # Everything outside the sections is as it was.
     def outside(t):
         return [part.split(RECORD_END)[-1] for part in t.split("<!-- fusegen bench results:")]

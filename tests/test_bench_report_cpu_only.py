@@ -1,5 +1,6 @@
 """`fusegen record` and `fusegen plot` run where the results are read, not where they were measured: with
 no torch, TileLang or triton installed, they record and replot a saved bench.json."""
+
 from __future__ import annotations
 
 import os
@@ -42,10 +43,18 @@ def test_record_and_plot_import_neither_torch_nor_tilelang(tmp_path):
     )
     result = subprocess.run(
         [sys.executable, "-c", RECORD_AND_PLOT_WITHOUT_GPU_PACKAGES],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.stdout.splitlines() == [
-        "BENCHMARKS.md: 1 section(s) written", "record 0", "results/bench.png written", "plot 0", "attempted []"
+        "BENCHMARKS.md: 1 section(s) written",
+        "record 0",
+        "results/bench.png written",
+        "plot 0",
+        "attempted []",
     ], result.stdout + result.stderr
     recorded = (tmp_path / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert "stale" not in recorded and "| kernel | tokens |" in recorded and recorded.endswith("after\n")

@@ -4,6 +4,7 @@ and stale kernels removed only when the build owns them.
 Every test works on a copy of the example specs in tmp_path, with the working directory set there
 (generated files record spec paths relative to it). One reference build is shared by the module.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,7 @@ def mtimes(root: Path) -> dict[str, int]:
 
 
 def fusegen(*args: str, cwd: Path, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "fusegen", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT
-    )
+    result = subprocess.run([sys.executable, "-m", "fusegen", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -98,7 +97,13 @@ def assert_consistent(out: Path) -> None:
         assert files == {"__init__.py", "kernel.py", "reference.py", f"test_{name}.py", "plan.json", "kernel.cu"}, name
         identity = json.loads((directory / "plan.json").read_text())["identity"]
         assert identity.startswith(f"{name}-")
-        for file, comment in [("kernel.py", "#"), ("__init__.py", "#"), ("reference.py", "#"), (f"test_{name}.py", "#"), ("kernel.cu", "//")]:
+        for file, comment in [
+            ("kernel.py", "#"),
+            ("__init__.py", "#"),
+            ("reference.py", "#"),
+            (f"test_{name}.py", "#"),
+            ("kernel.cu", "//"),
+        ]:
             assert (directory / file).read_text().splitlines()[1] == f"{comment} identity: {identity}", (name, file)
         assert f'IDENTITY = "{identity}"' in (directory / "kernel.py").read_text()
 
@@ -156,7 +161,10 @@ def test_rebuild_is_byte_identical_and_writes_nothing(work, reference):
     assert snapshot(out) == expected
     assert mtimes(out) == before
     # What the bytes depend on besides the specs is named, resolved.
-    assert result.stdout.splitlines()[-1] == f"{len(KERNEL_NAMES)} kernel(s) in {out}/; tuning: {work / 'tuning.json'} (winners for NVIDIA H200)"
+    assert (
+        result.stdout.splitlines()[-1]
+        == f"{len(KERNEL_NAMES)} kernel(s) in {out}/; tuning: {work / 'tuning.json'} (winners for NVIDIA H200)"
+    )
     assert_consistent(out)
 
 
@@ -366,7 +374,9 @@ def test_ctrl_c_while_compiling_exits_at_once_and_writes_nothing(work, reference
     assert time.monotonic() - interrupted < 5
     assert process.returncode == 130
     assert "interrupted; nothing written" in stderr and "Traceback" not in stderr, stderr
-    assert _group_gone(process.pid, within=3.0), subprocess.run(["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True).stdout
+    assert _group_gone(process.pid, within=3.0), subprocess.run(
+        ["ps", "-o", "pid,args", "-g", str(process.pid)], capture_output=True, text=True
+    ).stdout
     assert snapshot(out) == expected
     assert not list(out.glob(STAGING_PREFIX + "*"))
 
@@ -507,7 +517,9 @@ def test_interrupt_while_applying_keeps_what_roll_forward_needs(work, monkeypatc
         pytest.param('{"pid": 1, "moves": [], "remove": ["../victim/keep.txt"], "staging": ".staging-1-ab"}', id="dotdot"),
         pytest.param('{"pid": 1, "moves": [], "remove": ["VICTIM/keep.txt"], "staging": ".staging-1-ab"}', id="absolute"),
         pytest.param('{"pid": 1, "moves": [], "remove": ["link/keep.txt"], "staging": ".staging-1-ab"}', id="through-a-link"),
-        pytest.param('{"pid": 1, "moves": [[".staging-1-ab/x", "../victim/keep.txt"]], "remove": [], "staging": ".staging-1-ab"}', id="move-out"),
+        pytest.param(
+            '{"pid": 1, "moves": [[".staging-1-ab/x", "../victim/keep.txt"]], "remove": [], "staging": ".staging-1-ab"}', id="move-out"
+        ),
         pytest.param('{"pid": 1, "moves": [["../victim/keep.txt", "rms_norm/x"]], "remove": [], "staging": ".staging-1-ab"}', id="move-in"),
         pytest.param('{"pid": 1, "moves": [], "remove": [], "staging": ".."}', id="staging-dotdot"),
     ],

@@ -1,6 +1,7 @@
 """quant_fp8 scale_layout = "column": the scale is an (M, G) view with strides (1, M padded to 4 floats),
 the layout DeepGEMM-style FP8 GEMMs read with TMA. Allocation, the fake implementation, the out= checks
 and the reference all give it; provable on the CPU with meta tensors."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,7 +57,9 @@ def test_reference_returns_the_column_layout_with_the_values(module, tokens):
 def test_fullgraph_compile_sees_the_column_strides(module, tokens):
     torch._dynamo.reset()
     compiled = torch.compile(lambda *args: module.kernel(*args), fullgraph=True, backend="eager", dynamic=True)
-    args = [torch.empty_like(t, device="meta") for t in checking.random_inputs(module, tokens, torch.Generator().manual_seed(0), device="cpu")]
+    args = [
+        torch.empty_like(t, device="meta") for t in checking.random_inputs(module, tokens, torch.Generator().manual_seed(0), device="cpu")
+    ]
     scale = compiled(*args).scale
     assert (scale.device.type, tuple(scale.shape), scale.stride()) == ("meta", (tokens, 8), (1, -(-tokens // 4) * 4))
 

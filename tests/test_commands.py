@@ -1,5 +1,6 @@
 """What a newcomer meets first, on a machine without a GPU: the setup installs what every command
 imports, bench and tune run without the test tools, and say plainly that they need a GPU."""
+
 from __future__ import annotations
 
 import argparse
@@ -81,9 +82,7 @@ sys.meta_path.insert(0, NoPytest())
 
 def test_bench_and_tune_import_without_pytest():
     code = BLOCK_PYTEST + (
-        "import fusegen.bench, fusegen.tune\n"
-        "from fusegen.checking import import_plan, random_inputs, run_and_compare\n"
-        "print('imported')\n"
+        "import fusegen.bench, fusegen.tune\nfrom fusegen.checking import import_plan, random_inputs, run_and_compare\nprint('imported')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "imported" in result.stdout, result.stderr
@@ -181,7 +180,13 @@ def test_schema_describes_every_key_with_its_allowed_values():
     assert props["spec.dtype"]["enum"] == ["float16", "bfloat16", "float32"]
     assert (props["spec.hidden"]["minimum"], props["spec.hidden"]["maximum"]) == (16, 65536)
     assert props["RopeSpec.style"]["enum"] == ["neox", "gptj"]
-    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {"add_residual", "rmsnorm", "layernorm", "rope", "quant_fp8"}
+    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {
+        "add_residual",
+        "rmsnorm",
+        "layernorm",
+        "rope",
+        "quant_fp8",
+    }
     assert schema["additionalProperties"] is False, "a misspelt key must be flagged by the editor too"
 
 
@@ -209,9 +214,7 @@ def test_a_schema_comment_first_line_leaves_the_spec_as_it_was(tmp_path):
 
 def test_a_reader_that_stops_early_ends_no_traceback():
     """`fusegen schema | head`: the pipe closes before fusegen has written; it stops quietly."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fusegen", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
-    )
+    process = subprocess.Popen([sys.executable, "-m", "fusegen", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     process.stdout.close()
     _, err = process.communicate(timeout=60)
     assert process.returncode == 141, err

@@ -1,5 +1,6 @@
 """The GPU comparator's fp8 rule, on the CPU: a code may differ by one step, or by more only where both
 values agree within fp32 noise of their group's range (near zero in e5m2); a real error must fail."""
+
 from __future__ import annotations
 
 import os
@@ -104,8 +105,12 @@ def test_a_differing_code_whose_exact_quotient_is_not_at_the_midpoint_fails():
 
 
 def test_exact_quotient_of_selected_rows_is_the_oracle_of_those_rows(tmp_path):
-    spec = {"name": "tie_rows", "dtype": "bfloat16", "hidden": 512,
-            "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}]}
+    spec = {
+        "name": "tie_rows",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}],
+    }
     module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
     inputs = checking.random_inputs(module, 9, torch.Generator().manual_seed(3), device="cpu")
     oracle_rows = checking.oracle_of(module, inputs)
@@ -131,8 +136,13 @@ def joint_kernel_emulation(module, inputs, bias=1.0):
 
 @pytest.mark.parametrize("seed", [28, None, None, None])  # 28: 2.7e-3 of one row's codes at ties
 def test_the_joint_kernels_rounding_ties_pass_and_a_bias_of_one_percent_fails(seed, tmp_path):
-    spec = {"name": "joint_ties", "dtype": "bfloat16", "hidden": 7168, "outputs": {"y": False},
-            "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}]}
+    spec = {
+        "name": "joint_ties",
+        "dtype": "bfloat16",
+        "hidden": 7168,
+        "outputs": {"y": False},
+        "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}],
+    }
     module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
     generator = torch.Generator().manual_seed(seed) if seed is not None else seeded()
     inputs = checking.random_inputs(module, 1, generator, device="cpu")

@@ -2,16 +2,16 @@
 
 This pins the planner and emitter rules that the GPU matrix found (and that TileLang's layout
 inference would otherwise break): a pinned row layout, masked padding, vector widths."""
+
 from __future__ import annotations
 
 import logging
 
 import pytest
-
-from fusegen.spec import KernelSpec
-from fusegen.checking import cuda_check_failures
-
 from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
+
+from fusegen.checking import cuda_check_failures
+from fusegen.spec import KernelSpec
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +32,14 @@ def test_routed_programs_each_compile_with_clean_cuda(name, scratch):
     assert not failures, failures
 
 
-
 def test_stream_grid_is_sized_from_the_gpu_it_is_built_on(scratch, monkeypatch):
     """A persistent grid sized for 132 SMs would run in two waves on a Hopper part with fewer (H100 PCIe:
     114): the program reads the SM count when it is built."""
     import sys
 
+    from fusegen.checking import import_plan
     from fusegen.compile import cuda_sources
     from fusegen.plan import plan
-    from fusegen.checking import import_plan
 
     planned = plan(KernelSpec.model_validate({**spec_for("stream_fp8_only"), "name": "stream_on_114_sms"}), "x")
     blocks_per_sm = planned.routes[0].schedule.blocks_per_sm
@@ -59,8 +58,12 @@ NASTY_NAMES = [("fragment", "T", None), ("stream", "m", None), ("naive", "range"
 
 
 def _one_rmsnorm_or_chain(name: str, variant: str, tokens: int | None) -> KernelSpec:
-    chain = [{"kind": "rmsnorm"}] + ([] if variant in ("naive", "splitk") else [{"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}])
-    return KernelSpec.model_validate({"name": name, "dtype": "bfloat16", "hidden": 4096, "tokens": tokens, "op": chain, "schedule": {"variant": variant}})
+    chain = [{"kind": "rmsnorm"}] + (
+        [] if variant in ("naive", "splitk") else [{"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 128}]
+    )
+    return KernelSpec.model_validate(
+        {"name": name, "dtype": "bfloat16", "hidden": 4096, "tokens": tokens, "op": chain, "schedule": {"variant": variant}}
+    )
 
 
 @pytest.mark.parametrize("variant, name, tokens", NASTY_NAMES, ids=[f"{v}-{n}" for v, n, _ in NASTY_NAMES])

@@ -1,5 +1,6 @@
 """The committed example kernels: every spec in specs/ has its generated directory, and the CUDA that
 TileLang produced for it passes every check (test_build.py proves the directory is what a build writes)."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from cases import EXAMPLE_KERNELS
+
 from fusegen.build import display_path, plan_spec
 from fusegen.cuda_checks import check_cuda
 from fusegen.emit import program_sources
@@ -69,7 +70,12 @@ def test_the_tutorials_spec_in_specs_keeps_the_suite_green(tmp_path):
 
     run("fusegen", "build", "specs/", "--jobs", "2")
     run(
-        "pytest", "-q", "-p", "no:cacheprovider", "generated/deepseek_q", "tests/test_reference_oracle.py",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "generated/deepseek_q",
+        "tests/test_reference_oracle.py",
         "tests/test_examples.py::test_every_example_kernel_has_a_spec",
         "tests/test_examples.py::test_committed_cuda_passes_the_checks",
         "tests/test_tuning.py::test_committed_tuning_file_is_valid_and_used_by_the_examples",

@@ -1,6 +1,7 @@
 """Float keys of every op: a value the float32 arithmetic of an all-zero row cannot carry (0, subnormal or
 beyond float32, nan, inf) is a spec error stating the usable range, and the smallest accepted value gives
 finite outputs for such a row (CPU)."""
+
 from __future__ import annotations
 
 import math
@@ -8,12 +9,12 @@ import math
 import pytest
 import torch
 
+from fusegen.checking import build_variant
 from fusegen.errors import SpecError
 from fusegen.ops import FLOAT32_MIN_NORMAL, REGISTRY
 from fusegen.ops.quant_fp8 import AMAX_FLOOR_MAX, AMAX_FLOOR_MIN
 from fusegen.ops.rmsnorm import WEIGHT_OFFSET_MAX
 from fusegen.spec import KernelSpec, parse_spec
-from fusegen.checking import build_variant
 
 HEAD = 'name = "floats"\ndtype = "float32"\nhidden = 256\n'
 FLOAT_KEYS = [
@@ -34,7 +35,12 @@ def spec_text(kind: str, assignments: str = "") -> str:
 
 
 def test_every_op_with_a_float_key_is_covered():
-    assert {p.values[:2] for p in FLOAT_KEYS} == {("rmsnorm", "eps"), ("rmsnorm", "weight_offset"), ("layernorm", "eps"), ("quant_fp8", "amax_floor")}
+    assert {p.values[:2] for p in FLOAT_KEYS} == {
+        ("rmsnorm", "eps"),
+        ("rmsnorm", "weight_offset"),
+        ("layernorm", "eps"),
+        ("quant_fp8", "amax_floor"),
+    }
 
 
 @pytest.mark.parametrize("kind, key", FLOAT_KEYS)
@@ -74,9 +80,13 @@ def test_bounds_are_inclusive_and_tight(kind, key, other, low, high):
 
 ZERO_ROW_CHAINS = [
     pytest.param({"op": [{"kind": "rmsnorm", "eps": FLOAT32_MIN_NORMAL}], "outputs": {"rstd": True}}, id="rmsnorm"),
-    pytest.param({"op": [{"kind": "layernorm", "eps": FLOAT32_MIN_NORMAL, "bias": False}], "outputs": {"mean": True, "rstd": True}}, id="layernorm"),
+    pytest.param(
+        {"op": [{"kind": "layernorm", "eps": FLOAT32_MIN_NORMAL, "bias": False}], "outputs": {"mean": True, "rstd": True}}, id="layernorm"
+    ),
     *(
-        pytest.param({"op": [{"kind": "quant_fp8", "group_size": 32, "fp8": fp8, "scale": scale, "amax_floor": low}]}, id=f"quant_{fp8}_{scale}")
+        pytest.param(
+            {"op": [{"kind": "quant_fp8", "group_size": 32, "fp8": fp8, "scale": scale, "amax_floor": low}]}, id=f"quant_{fp8}_{scale}"
+        )
         for fp8, low in AMAX_FLOOR_MIN.items()
         for scale in ("fp32", "ue8m0")
     ),

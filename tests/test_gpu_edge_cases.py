@@ -1,4 +1,5 @@
 """Numeric edge cases on the GPU, against the reference (README: "Errors and edge cases")."""
+
 from __future__ import annotations
 
 import importlib
@@ -6,11 +7,10 @@ import math
 
 import pytest
 import torch
+from cases import RMS, quant, rope
 
 from fusegen import checking, testing
 from fusegen.spec import KernelSpec
-
-from cases import RMS, quant, rope
 
 FUSED = "generated.rms_norm_rope_quant_fused"
 
@@ -92,8 +92,13 @@ def test_subnormal_inputs(dtype, tiny, scratch):
 @pytest.mark.parametrize("norm", ["rmsnorm", "layernorm"])
 def test_tiny_and_large_eps(norm, eps, scratch):
     module = variant(
-        {"name": f"eps_{norm}_{int(-math.log10(eps)) if eps < 1 else 0}", "dtype": "bfloat16", "hidden": 2048,
-         "op": [{"kind": norm, "eps": eps}, quant(64)], "outputs": {"rstd": True}},
+        {
+            "name": f"eps_{norm}_{int(-math.log10(eps)) if eps < 1 else 0}",
+            "dtype": "bfloat16",
+            "hidden": 2048,
+            "op": [{"kind": norm, "eps": eps}, quant(64)],
+            "outputs": {"rstd": True},
+        },
         scratch,
     )
     inputs = fused_inputs(module, 40, torch.Generator().manual_seed(5))

@@ -1,15 +1,15 @@
 """The GPU matrix: every case of cases.py against its reference at token counts that reach the size-1,
 odd, partial-block and larger-than-L2 paths, from ONE compilation per kernel (dynamic token count)."""
+
 from __future__ import annotations
 
 import logging
 
 import pytest
+from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
 from fusegen import checking, testing
 from fusegen.spec import KernelSpec
-
-from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
 # 1: a single row; 3: odd, below any block_m; 8: the seed's small M; 255: a partial last block for
 # block_m 2 and 4; 4096: the seed's M; 16384: inputs well beyond the 60 MB L2.
@@ -36,7 +36,9 @@ def token_counts(name: str) -> tuple[int, ...]:
 
 @testing.requires_gpu
 # Pending cases run here too: passing here is what moves them into CASES.
-@pytest.mark.parametrize("name, tokens", [(name, tokens) for name in sorted({**CASES, **PENDING_GPU_CASES}) for tokens in token_counts(name)])
+@pytest.mark.parametrize(
+    "name, tokens", [(name, tokens) for name in sorted({**CASES, **PENDING_GPU_CASES}) for tokens in token_counts(name)]
+)
 def test_case_matches_reference(name, tokens, scratch):
     checking.run_and_compare(module_for(name, scratch), tokens)
 

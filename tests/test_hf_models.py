@@ -5,6 +5,7 @@ without `transformers`, which the H200 host has).
 
 fusegen's own tolerances compare against its reference, which does fusegen's arithmetic; here the other
 side rounds where the model rounds, so each comparison says which roundings differ and allows for them."""
+
 from __future__ import annotations
 
 import logging
@@ -67,11 +68,13 @@ def test_llama31_8b_residual_add_rmsnorm_fp8(tokens, built):
     want_scale = per_token_scale(y)
 
     in_place = residual.clone()
-    out = module.Outputs(**{
-        "residual_out": in_place,
-        "q": torch.full((tokens, 4096), float("nan"), device="cuda").to(torch.float8_e4m3fn),
-        "scale": torch.full((tokens, 1), float("nan"), device="cuda"),
-    })
+    out = module.Outputs(
+        **{
+            "residual_out": in_place,
+            "q": torch.full((tokens, 4096), float("nan"), device="cuda").to(torch.float8_e4m3fn),
+            "scale": torch.full((tokens, 1), float("nan"), device="cuda"),
+        }
+    )
     module.kernel(x, in_place, norm.weight.detach(), out=out)
     torch.cuda.synchronize()
 

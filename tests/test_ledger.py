@@ -1,5 +1,6 @@
 """The byte ledger: the seed's figures must come out exactly, and both sums follow the one rule
 (every input read once, every output written once; unfused intermediates stored in the activation dtype)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """fusegen.load: a kernel module from a path, TOML text or a KernelSpec, built once per identity into a
 per-user cache under a cross-process lock; and `fusegen build --out` output imported under a project's
 own package name. Compiles for sm_90a on the CPU (a small kernel, seconds)."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -88,11 +89,7 @@ def test_an_entry_that_does_not_record_its_identity_is_rebuilt(cache):
     reference = entry / "reference.py"
     reference.write_text(reference.read_text().replace(identity, "load_probe-000000000000"))
     # A new process: this one already holds the module.
-    child = (
-        "import sys, fusegen\n"
-        "heard = []\n"
-        "module = fusegen.load(sys.stdin.read(), notify=heard.append); print(heard, module.IDENTITY)"
-    )
+    child = "import sys, fusegen\nheard = []\nmodule = fusegen.load(sys.stdin.read(), notify=heard.append); print(heard, module.IDENTITY)"
     env = {**os.environ, "PYTHONPATH": str(REPO), "FUSEGEN_CACHE_DIR": str(cache)}
     done = subprocess.run([sys.executable, "-c", child], input=text, capture_output=True, text=True, env=env, cwd="/", timeout=300)
     assert done.returncode == 0, done.stderr
@@ -145,15 +142,16 @@ def test_build_out_is_importable_under_a_projects_package_from_any_directory(tmp
     kernels.parent.mkdir(parents=True)
     (kernels.parent / "__init__.py").write_text("")
     fusegen.build([spec], kernels, jobs=1)
-    child = (
-        "import mypkg.kernels.load_probe as k\n"
-        "print(k.__name__, k.kernel.__module__, k.reference.__module__, k.launcher.op.name())"
-    )
+    child = "import mypkg.kernels.load_probe as k\nprint(k.__name__, k.kernel.__module__, k.reference.__module__, k.launcher.op.name())"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "project"), str(REPO)])}
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, cwd=elsewhere, timeout=300)
     assert done.returncode == 0, done.stderr
     name, kernel_module, reference_module, op = done.stdout.split()
-    assert (name, kernel_module, reference_module) == ("mypkg.kernels.load_probe", "mypkg.kernels.load_probe.kernel", "mypkg.kernels.load_probe.reference")
+    assert (name, kernel_module, reference_module) == (
+        "mypkg.kernels.load_probe",
+        "mypkg.kernels.load_probe.kernel",
+        "mypkg.kernels.load_probe.reference",
+    )
     assert op.startswith("fusegen::load_probe_")

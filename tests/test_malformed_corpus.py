@@ -1,5 +1,6 @@
 """A small deterministic sample of scripts/malformed_corpus.py through the real CLI: no malformed or
 hostile input may end in a traceback, a hang, or a change outside what the command may write."""
+
 from __future__ import annotations
 
 import importlib.util

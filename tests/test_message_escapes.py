@@ -1,5 +1,6 @@
 """File and directory names reach the terminal escaped: a name holding a terminal escape sequence or a line
 break can neither recolour the terminal nor fake a second message line (CPU)."""
+
 from __future__ import annotations
 
 import json

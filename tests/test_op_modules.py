@@ -1,5 +1,6 @@
 """Everything about an op lives in its module under fusegen/ops/: nothing else names an op kind or an
 op's output, every output has a tolerance class, and the generic machinery asks the ops."""
+
 from __future__ import annotations
 
 import ast
@@ -31,9 +32,12 @@ def naming_an_op(source: str) -> list[str]:
     kinds, outputs = op_words()
     tree = ast.parse(source)
     docstrings = {
-        id(node.body[0].value) for node in ast.walk(tree)
+        id(node.body[0].value)
+        for node in ast.walk(tree)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
     }
     found = []
     for node in ast.walk(tree):
@@ -49,7 +53,9 @@ def naming_an_op(source: str) -> list[str]:
         elif isinstance(node, ast.alias):
             identifiers = [node.asname or node.name]
         for identifier in identifiers:
-            found += [f"line {node.lineno}: identifier {identifier}" for kind in kinds if re.search(rf"(^|_){kind}(_|$)", identifier.lower())]
+            found += [
+                f"line {node.lineno}: identifier {identifier}" for kind in kinds if re.search(rf"(^|_){kind}(_|$)", identifier.lower())
+            ]
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             for kind in kinds:
                 if re.search(rf"(?<![A-Za-z0-9_]){kind}(?![A-Za-z0-9_])", node.value):
@@ -90,10 +96,16 @@ def test_compare_fails_on_an_output_without_a_tolerance_class():
 
 
 def test_the_small_variant_asks_each_op_to_shrink():
-    spec = KernelSpec.model_validate({
-        "name": "big", "dtype": "bfloat16", "hidden": 7168, "tokens": 77, "schedule": {"threads": 512},
-        "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64, "style": "gptj"}, {"kind": "quant_fp8", "group_size": 896}],
-    })
+    spec = KernelSpec.model_validate(
+        {
+            "name": "big",
+            "dtype": "bfloat16",
+            "hidden": 7168,
+            "tokens": 77,
+            "schedule": {"threads": 512},
+            "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64, "style": "gptj"}, {"kind": "quant_fp8", "group_size": 896}],
+        }
+    )
     small = checking.small_variant(spec.model_dump(mode="json"))
     assert (small.hidden, small.tokens, small.schedule.threads) == (checking.SEED_SMALL["hidden"], None, "auto")
     rope, quant = small.op[1], small.op[2]
@@ -111,7 +123,11 @@ def test_a_failed_check_names_the_seed_that_replays_it(tmp_path):
         out[0][1, 3] += 0.5
 
     fake = SimpleNamespace(
-        __file__=real.__file__, INPUTS=real.INPUTS, OUTPUTS=real.OUTPUTS, Outputs=real.Outputs, reference=real.reference,
+        __file__=real.__file__,
+        INPUTS=real.INPUTS,
+        OUTPUTS=real.OUTPUTS,
+        Outputs=real.Outputs,
+        reference=real.reference,
         kernel=off_by_a_little,
     )
     with pytest.raises(AssertionError, match=r"seed (\d+)") as first:

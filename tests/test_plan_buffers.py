@@ -1,14 +1,15 @@
 """The plan owns every buffer: each program of a generated kernel allocates exactly the buffers its route
 lists (name, scope, shape, dtype), no more, and the barriers per row the plan states are the ones the
 CUDA of the committed examples shows."""
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import pytest
-
 from cases import CASES, ROUTED, ROUTED_CASES, spec_for
+
 from fusegen.build import display_path, plan_spec
 from fusegen.checking import import_plan
 from fusegen.emit import program_sources
@@ -51,7 +52,9 @@ def assert_allocations_planned(p, module):
     for (first, last, program), route in zip(module.ROUTES, p.routes):
         assert (first, last) == (route.first_tokens, route.last_tokens)
         got, want = allocated(program()), planned(route)
-        assert got == want, f"tokens {route.label()}: allocated, not planned: {sorted(got - want)}; planned, not allocated: {sorted(want - got)}"
+        assert got == want, (
+            f"tokens {route.label()}: allocated, not planned: {sorted(got - want)}; planned, not allocated: {sorted(want - got)}"
+        )
 
 
 VARIED = [(name, ()) for name in CASES] + [(name, ROUTED) for name in ROUTED_CASES]

@@ -6,6 +6,7 @@ that rule's key. A few accepted ones are compiled for sm_90a and must pass the C
 (A wider run of the old version found the RoPE vector rule.)
 
 Each run draws afresh; the seed is in every failure message, and FUSEGEN_RANDOM_SPECS_SEED replays it."""
+
 from __future__ import annotations
 
 import logging
@@ -15,9 +16,9 @@ import random
 from test_injection import dump
 
 from fusegen.build import plan_spec
+from fusegen.checking import cuda_check_failures
 from fusegen.errors import SpecError
 from fusegen.spec import KernelSpec, parse_spec
-from fusegen.checking import cuda_check_failures
 
 DRAWS = 60
 VIOLATIONS = 12  # of the draws, this many break one rule each
@@ -35,8 +36,13 @@ RING_BYTES_LIMIT = 48 * 1024  # README: a stream ring of at most 48 KB of shared
 
 
 def draw_chain(rng: random.Random, hidden: int) -> list[dict]:
-    norm = rng.choice([[], [{"kind": "rmsnorm", "weight": rng.random() < 0.8, "eps": rng.choice([1e-6, 1e-5, 1e-2])}],
-                       [{"kind": "layernorm", "weight": rng.random() < 0.8, "bias": rng.random() < 0.7}]])
+    norm = rng.choice(
+        [
+            [],
+            [{"kind": "rmsnorm", "weight": rng.random() < 0.8, "eps": rng.choice([1e-6, 1e-5, 1e-2])}],
+            [{"kind": "layernorm", "weight": rng.random() < 0.8, "bias": rng.random() < 0.7}],
+        ]
+    )
     rope = []
     if rng.random() < 0.6:
         dims = [d for d in ROPE_DIMS if d <= hidden]
@@ -44,16 +50,24 @@ def draw_chain(rng: random.Random, hidden: int) -> list[dict]:
     quant = []
     if rng.random() < 0.6:
         groups = ["token", *(g for g in GROUP_SIZES if hidden % g == 0)]
-        quant = [{"kind": "quant_fp8", "group_size": rng.choice(groups), "fp8": rng.choice(["e4m3fn", "e5m2"]),
-                  "scale": rng.choice(["fp32", "ue8m0"])}]
+        quant = [
+            {
+                "kind": "quant_fp8",
+                "group_size": rng.choice(groups),
+                "fp8": rng.choice(["e4m3fn", "e5m2"]),
+                "scale": rng.choice(["fp32", "ue8m0"]),
+            }
+        ]
     return norm + rope + quant or [{"kind": "rmsnorm"}]
 
 
 def draw_outputs(rng: random.Random, ops: list[dict]) -> dict:
     kinds = [op["kind"] for op in ops]
     changes_row = any(kind in ("rmsnorm", "layernorm", "rope") for kind in kinds)
-    outputs = {"mean": "layernorm" in kinds and rng.random() < 0.4,
-               "rstd": any(kind in ("rmsnorm", "layernorm") for kind in kinds) and rng.random() < 0.4}
+    outputs = {
+        "mean": "layernorm" in kinds and rng.random() < 0.4,
+        "rstd": any(kind in ("rmsnorm", "layernorm") for kind in kinds) and rng.random() < 0.4,
+    }
     if not changes_row:
         outputs["y"] = False  # Y would be a copy of x
     elif "quant_fp8" in kinds or outputs["mean"] or outputs["rstd"]:
@@ -173,9 +187,19 @@ def eps_out_of_range(rng, spec):
     return "op[0].eps"
 
 
-VIOLATIONS_BY_RULE = (odd_rope_dim, rope_dim_over_hidden, group_not_dividing_hidden, ops_out_of_order, threads_not_whole_warps,
-                      block_m_not_a_power_of_two, ring_slots_without_stream, mean_without_layernorm, y_from_quant_alone,
-                      hidden_out_of_range, eps_out_of_range)
+VIOLATIONS_BY_RULE = (
+    odd_rope_dim,
+    rope_dim_over_hidden,
+    group_not_dividing_hidden,
+    ops_out_of_order,
+    threads_not_whole_warps,
+    block_m_not_a_power_of_two,
+    ring_slots_without_stream,
+    mean_without_layernorm,
+    y_from_quant_alone,
+    hidden_out_of_range,
+    eps_out_of_range,
+)
 
 
 def build_path(spec: dict) -> KernelSpec:

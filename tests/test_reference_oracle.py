@@ -1,5 +1,6 @@
 """Each generated torch reference against the independent float64 formulation in oracle.py (CPU).
 Inputs are fresh each run; the seed is printed, and pytest shows it with any failure."""
+
 from __future__ import annotations
 
 import json
@@ -12,31 +13,71 @@ import pytest
 import torch
 
 from fusegen import oracle
-from fusegen.spec import KernelSpec
 from fusegen.checking import build_variant, random_inputs
+from fusegen.spec import KernelSpec
 
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
 EXAMPLE_SPECS = [json.loads(p.read_text())["spec"] for p in sorted(GENERATED.glob("*/plan.json"))]
 # Options the examples do not reach: gptj and head spans, RoPE from a cos_sin_cache, ue8m0 and e5m2, layernorm into quant, no weight/bias.
 EXTRA_SPECS = [
-    {"name": "gptj_head", "dtype": "bfloat16", "hidden": 512,
-     "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}]},
-    {"name": "ln_group", "dtype": "float32", "hidden": 768,
-     "op": [{"kind": "layernorm", "bias": False}, {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "ue8m0"}],
-     "outputs": {"mean": True, "rstd": True}},
-    {"name": "rope_quant", "dtype": "float16", "hidden": 256,
-     "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}]},
+    {
+        "name": "gptj_head",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "op": [{"kind": "rmsnorm", "weight": False}, {"kind": "rope", "rope_dim": 128, "span": "head", "style": "gptj"}],
+    },
+    {
+        "name": "ln_group",
+        "dtype": "float32",
+        "hidden": 768,
+        "op": [{"kind": "layernorm", "bias": False}, {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "ue8m0"}],
+        "outputs": {"mean": True, "rstd": True},
+    },
+    {
+        "name": "rope_quant",
+        "dtype": "float16",
+        "hidden": 256,
+        "op": [{"kind": "rope", "rope_dim": 32}, {"kind": "quant_fp8", "group_size": 128}],
+    },
     {"name": "quant_only", "dtype": "bfloat16", "hidden": 1024, "op": [{"kind": "quant_fp8", "group_size": 32}]},
     {"name": "rms_rstd", "dtype": "float16", "hidden": 1000, "op": [{"kind": "rmsnorm", "eps": 1e-2}], "outputs": {"rstd": True}},
-    {"name": "gemma_offset", "dtype": "bfloat16", "hidden": 640,
-     "op": [{"kind": "rmsnorm", "weight_offset": 1.0}, {"kind": "quant_fp8", "group_size": 128, "scale_layout": "column"}]},
-    {"name": "add_rms_quant", "dtype": "bfloat16", "hidden": 512,
-     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm", "eps": 1e-5}, {"kind": "quant_fp8", "group_size": "token"}], "outputs": {"y": False}},
-    {"name": "add_ln", "dtype": "float16", "hidden": 1000, "op": [{"kind": "add_residual"}, {"kind": "layernorm"}], "outputs": {"rstd": True}},
-    {"name": "add_rms_no_stream", "dtype": "float32", "hidden": 256,
-     "op": [{"kind": "add_residual"}, {"kind": "rmsnorm"}], "outputs": {"residual": False}},
-    {"name": "rope_cache_gptj_quant", "dtype": "bfloat16", "hidden": 512,
-     "op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 4096}, {"kind": "quant_fp8", "group_size": 128}]},
+    {
+        "name": "gemma_offset",
+        "dtype": "bfloat16",
+        "hidden": 640,
+        "op": [{"kind": "rmsnorm", "weight_offset": 1.0}, {"kind": "quant_fp8", "group_size": 128, "scale_layout": "column"}],
+    },
+    {
+        "name": "add_rms_quant",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "op": [{"kind": "add_residual"}, {"kind": "rmsnorm", "eps": 1e-5}, {"kind": "quant_fp8", "group_size": "token"}],
+        "outputs": {"y": False},
+    },
+    {
+        "name": "add_ln",
+        "dtype": "float16",
+        "hidden": 1000,
+        "op": [{"kind": "add_residual"}, {"kind": "layernorm"}],
+        "outputs": {"rstd": True},
+    },
+    {
+        "name": "add_rms_no_stream",
+        "dtype": "float32",
+        "hidden": 256,
+        "op": [{"kind": "add_residual"}, {"kind": "rmsnorm"}],
+        "outputs": {"residual": False},
+    },
+    {
+        "name": "rope_cache_gptj_quant",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "op": [
+            {"kind": "rmsnorm"},
+            {"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 4096},
+            {"kind": "quant_fp8", "group_size": 128},
+        ],
+    },
 ]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
@@ -120,8 +161,12 @@ def test_quant_scale_is_the_exact_quotient(scale_kind, scratch):
     """Pins the rule the H200 run found: the reference's scale is the IEEE quotient amax / fp8_max (torch
     divides by a Python float through a rounded reciprocal), and ue8m0 is the exact power-of-two ceiling
     (log2 differs in the last ulp between CUDA and torch near powers of two)."""
-    spec = {"name": f"scale_{scale_kind}", "dtype": "float32", "hidden": 256,
-            "op": [{"kind": "quant_fp8", "group_size": 32, "scale": scale_kind}]}
+    spec = {
+        "name": f"scale_{scale_kind}",
+        "dtype": "float32",
+        "hidden": 256,
+        "op": [{"kind": "quant_fp8", "group_size": 32, "scale": scale_kind}],
+    }
     module = build_variant(KernelSpec.model_validate(spec), scratch)
     # Clamped below the values planted next, so that each planted value is its group's maximum.
     x = torch.randn(6, 256, generator=torch.Generator().manual_seed(fresh_seed())).clamp(-3.0, 3.0)
@@ -133,6 +178,7 @@ def test_quant_scale_is_the_exact_quotient(scale_kind, scratch):
     amax = x.abs().view(6, 8, 32).amax(dim=-1)
     expected = (amax.double() / 448.0).float()  # binary64 then binary32: correctly rounded for a quotient
     if scale_kind == "ue8m0":
+
         def ceil_pow2(s):
             return s if math.frexp(s)[0] == 0.5 else 2.0 ** math.frexp(s)[1]
 

@@ -2,6 +2,7 @@
 The kernels themselves run in the GPU matrix (tests/cases.py); here: the contract's argument order,
 the reference against the per-token reference fed the same rows, the sampler, the ledger, the small
 variant and the debug-mode index check."""
+
 from __future__ import annotations
 
 import inspect
@@ -40,11 +41,14 @@ def scratch(tmp_path_factory):
     return tmp_path_factory.mktemp("rope_cache")
 
 
-@pytest.mark.parametrize("norm, source, expected", [
-    ("rmsnorm", "cache", ["x", "weight", "positions", "cos_sin_cache"]),
-    ("layernorm", "cache", ["x", "weight", "bias", "positions", "cos_sin_cache"]),
-    ("layernorm", "per_token", ["x", "weight", "bias", "cos", "sin"]),
-])
+@pytest.mark.parametrize(
+    "norm, source, expected",
+    [
+        ("rmsnorm", "cache", ["x", "weight", "positions", "cos_sin_cache"]),
+        ("layernorm", "cache", ["x", "weight", "bias", "positions", "cos_sin_cache"]),
+        ("layernorm", "per_token", ["x", "weight", "bias", "cos", "sin"]),
+    ],
+)
 def test_the_kernel_declares_its_inputs_in_the_contracts_order(norm, source, expected, scratch):
     module = build_variant(spec(norm, source), scratch)
     assert [s.name for s in module.INPUTS] == expected
@@ -112,5 +116,7 @@ def test_debug_mode_refuses_positions_outside_the_cache(scratch):
     launcher.check_indices(args)
     for bad in ([0, MAX_POSITION, 1], [-1, 0, 0]):
         args[2] = torch.tensor(bad)
-        with pytest.raises(KernelArgumentError, match=rf"input 'positions' holds values from {min(bad)} to {max(bad)}; .* \[0, {MAX_POSITION}\)"):
+        with pytest.raises(
+            KernelArgumentError, match=rf"input 'positions' holds values from {min(bad)} to {max(bad)}; .* \[0, {MAX_POSITION}\)"
+        ):
             launcher.check_indices(args)

@@ -2,6 +2,7 @@
 partner must be exactly the lane the shuffle reads, at the same register index, among the lanes of
 the mask. Checked by walking the pinned row layout column by column (codegen.KernelFrame), not by the
 planner's closed form."""
+
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,5 @@
 """A generated kernel's call checks run before any launch, so they are testable without a GPU."""
+
 from __future__ import annotations
 
 import importlib
@@ -80,9 +81,7 @@ def test_non_tensor_inputs_after_the_first_are_named():
 def test_out_that_is_not_a_sequence_of_the_outputs(out, got):
     with pytest.raises(KernelArgumentError) as caught:
         fused.kernel(*good_args(), out=out)
-    assert str(caught.value) == (
-        f"rms_norm_rope_quant_fused: out must be an Outputs, tuple or list of 3 tensors (y, q, scale), {got}"
-    )
+    assert str(caught.value) == (f"rms_norm_rope_quant_fused: out must be an Outputs, tuple or list of 3 tensors (y, q, scale), {got}")
 
 
 def test_out_with_a_missing_tensor_is_named():

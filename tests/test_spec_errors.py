@@ -7,6 +7,7 @@ rewrites that file after a deliberate change of wording.
 Each committed case states where its error must point on its first line:
 `# expect: <key path | no key>, line <n | ?> — <what is wrong>`.
 """
+
 from __future__ import annotations
 
 import io
@@ -49,19 +50,49 @@ class Case:
 # should not carry, sizes not worth committing, file names a checkout should not hold, directories.
 _HERE = str(CORPUS_REL)
 GENERATED = [
-    Case("binary_nul.toml", f"{_HERE}/binary_nul.toml", f"{_HERE}/binary_nul.toml", None, 1,
-         {"binary_nul.toml": b"\x7fELF\x02\x01\x01\x00\x00\x00\nname = 1\n"}),
-    Case("too_large.toml", f"{_HERE}/too_large.toml", f"{_HERE}/too_large.toml", None, None,
-         {"too_large.toml": GOOD.format(name="too_large").encode() + b"# padding\n" * 7000}),
+    Case(
+        "binary_nul.toml",
+        f"{_HERE}/binary_nul.toml",
+        f"{_HERE}/binary_nul.toml",
+        None,
+        1,
+        {"binary_nul.toml": b"\x7fELF\x02\x01\x01\x00\x00\x00\nname = 1\n"},
+    ),
+    Case(
+        "too_large.toml",
+        f"{_HERE}/too_large.toml",
+        f"{_HERE}/too_large.toml",
+        None,
+        None,
+        {"too_large.toml": GOOD.format(name="too_large").encode() + b"# padding\n" * 7000},
+    ),
     # The file name carries a fake second error line: the message must escape it and stay one line.
-    Case("newline_in_file_name", f"{_HERE}/bad\nerror: all good.toml", f"{_HERE}/bad\\nerror: all good.toml", "name", 1,
-         {"bad\nerror: all good.toml": GOOD.format(name="bad name").encode()}),
+    Case(
+        "newline_in_file_name",
+        f"{_HERE}/bad\nerror: all good.toml",
+        f"{_HERE}/bad\\nerror: all good.toml",
+        "name",
+        1,
+        {"bad\nerror: all good.toml": GOOD.format(name="bad name").encode()},
+    ),
     # A dotted key a thousand tables deep: the message shows the table a few levels deep, not a RecursionError.
-    Case("nested_1000_levels.toml", f"{_HERE}/nested_1000_levels.toml", f"{_HERE}/nested_1000_levels.toml", "dtype", None,
-         {"nested_1000_levels.toml": GOOD.format(name="nested").replace('dtype = "float16"', "dtype" + ".a" * 1000 + " = 1").encode()}),
+    Case(
+        "nested_1000_levels.toml",
+        f"{_HERE}/nested_1000_levels.toml",
+        f"{_HERE}/nested_1000_levels.toml",
+        "dtype",
+        None,
+        {"nested_1000_levels.toml": GOOD.format(name="nested").replace('dtype = "float16"', "dtype" + ".a" * 1000 + " = 1").encode()},
+    ),
     # Two specs of one name: the second is the error, the first is where the name was taken.
-    Case("duplicate_names (directory)", f"{_HERE}/dup", f"{_HERE}/dup/second.toml", "name", 1,
-         {"dup/first.toml": GOOD.format(name="same").encode(), "dup/second.toml": GOOD.format(name="same").encode()}),
+    Case(
+        "duplicate_names (directory)",
+        f"{_HERE}/dup",
+        f"{_HERE}/dup/second.toml",
+        "name",
+        1,
+        {"dup/first.toml": GOOD.format(name="same").encode(), "dup/second.toml": GOOD.format(name="same").encode()},
+    ),
 ]
 # Committed cases whose format leaves no room for the `# expect:` line.
 NO_HEADER = {"empty.toml": (None, None), "json_not_toml.json": (None, 1)}

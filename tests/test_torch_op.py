@@ -1,5 +1,6 @@
 """Each generated kernel is a torch op (torch.ops.fusegen.<identity>) whose fake implementation lets
 torch.compile trace a model that calls it: provable on a CPU-only torch with meta tensors."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,5 +1,6 @@
 """The tuning file and its use by the planner and build (CPU): routes by token count, pinned hints
 winning over tuned ones, damaged files reported by key, and the tune command's candidate space."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cases import EXAMPLE_KERNELS
+
 from fusegen.emit import render
+from fusegen.errors import SpecError
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec, load_spec
 from fusegen.tune import candidates
@@ -29,7 +31,6 @@ from fusegen.tuning import (
     save_table,
     with_winners,
 )
-from fusegen.errors import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = "Test GPU"
@@ -49,8 +50,13 @@ def winners_of(*per_bucket: dict) -> GpuWinners:
         measured={"date": "2026-11-29T00:00:00+00:00", "commit": "abc1234"},
         buckets=[
             BucketWinner(
-                first_tokens=b.first_tokens, last_tokens=b.last_tokens, measured_at=b.measured_at,
-                hints=WinnerHints.model_validate(h), median_us=1.0, planner_median_us=1.1, candidates=3,
+                first_tokens=b.first_tokens,
+                last_tokens=b.last_tokens,
+                measured_at=b.measured_at,
+                hints=WinnerHints.model_validate(h),
+                median_us=1.0,
+                planner_median_us=1.1,
+                candidates=3,
             )
             for b, h in zip(BUCKETS, per_bucket)
         ],
@@ -82,7 +88,11 @@ def test_plan_emits_one_program_per_route_and_the_launcher_routes_by_count():
     tuned = Tuning(table_for(spec, hints(512, prefetch=False), hints(256), hints(128, 2)), GPU, "t.json").routes(spec)
     p = plan(spec, "specs/x.toml", tuned)
     assert [(r.first_tokens, r.last_tokens) for r in p.routes] == [(1, 64), (65, 1024), (1025, None)]
-    assert [(r.schedule.threads, r.schedule.block_m, r.schedule.prefetch) for r in p.routes] == [(512, 1, False), (256, 1, True), (128, 2, True)]
+    assert [(r.schedule.threads, r.schedule.block_m, r.schedule.prefetch) for r in p.routes] == [
+        (512, 1, False),
+        (256, 1, True),
+        (128, 2, True),
+    ]
     assert p.schedule is p.routes[-1].schedule
     text = render(p)["kernel.py"]
     assert "ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_2),)" in text
@@ -130,8 +140,18 @@ def test_save_is_write_if_different_and_round_trips(tmp_path):
         (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(torch="2.1 import os"), "measured.torch"),
         (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(driver="580\n"), "measured.driver"),
         (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]["measured"].update(extra="x"), "measured.extra"),
-        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update({"GPU\u2028x": d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}), "gpus"),
-        (lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update({"G" * 65: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}), "gpus"),
+        (
+            lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update(
+                {"GPU\u2028x": d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}
+            ),
+            "gpus",
+        ),
+        (
+            lambda d: d["problems"][next(iter(d["problems"]))]["gpus"].update(
+                {"G" * 65: d["problems"][next(iter(d["problems"]))]["gpus"][GPU]}
+            ),
+            "gpus",
+        ),
         (lambda d: d["problems"][next(iter(d["problems"]))].update(problem="rmsnorm\x1b[2J"), "problem"),
         (lambda d: d["problems"].update({"not a key": d["problems"][next(iter(d["problems"]))]}), "problems"),
     ],
@@ -150,9 +170,20 @@ def test_a_damaged_tuning_file_is_an_error_naming_the_key(tmp_path, damage, key)
 def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
     (tmp_path / "tuning.json").write_text("{not json")
     result = subprocess.run(
-        [sys.executable, "-m", "fusegen", "build", str(ROOT / "specs" / "rms_norm.toml"), "--out", str(tmp_path / "out"),
-         "--tuning", str(tmp_path / "tuning.json")],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "fusegen",
+            "build",
+            str(ROOT / "specs" / "rms_norm.toml"),
+            "--out",
+            str(tmp_path / "out"),
+            "--tuning",
+            str(tmp_path / "tuning.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert result.returncode == 2, result.stderr
     assert "tuning.json" in result.stderr and "Traceback" not in result.stderr
@@ -162,7 +193,13 @@ def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
 def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
     spec = spec_of()
     found = candidates(spec)
-    assert found[0].hints == {**hints(plan(spec, "x").schedule.threads), "prefetch": True, "joint_reduction": False, "blocks_per_sm": "auto", "ring_slots": "auto"}
+    assert found[0].hints == {
+        **hints(plan(spec, "x").schedule.threads),
+        "prefetch": True,
+        "joint_reduction": False,
+        "blocks_per_sm": "auto",
+        "ring_slots": "auto",
+    }
     keys = [json.dumps(c.hints, sort_keys=True) for c in found]
     assert len(keys) == len(set(keys)) > 10
     assert {c.hints["prefetch"] for c in found} == {True, False}
@@ -171,7 +208,9 @@ def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
     # Persistent grids of several sizes, each with the joint reduction the stream variant takes by default.
     assert len({c.hints["blocks_per_sm"] for c in streamed}) > 3 and {c.hints["ring_slots"] for c in streamed} == {2, 3}
     assert all(c.hints["joint_reduction"] and c.plan.schedule.elems_per_thread >= 16 for c in streamed)
-    assert {c.hints["variant"] for c in candidates(spec_of(schedule=spec.schedule.model_copy(update={"variant": "fragment"})))} == {"fragment"}
+    assert {c.hints["variant"] for c in candidates(spec_of(schedule=spec.schedule.model_copy(update={"variant": "fragment"})))} == {
+        "fragment"
+    }
     pinned = spec_of(schedule=spec.schedule.model_copy(update={"block_m": 2}))
     assert {c.hints["block_m"] for c in candidates(pinned)} == {2}
     # No candidate leaves threads idle or over the register budget.
@@ -242,15 +281,26 @@ def test_a_tuned_hint_the_planner_cannot_follow_names_the_tuning_file():
 
 def test_an_odd_gpu_name_on_the_command_line_is_a_usage_error(tmp_path):
     """--gpu names the column of the tuning file whose text reaches kernel.py: held to the file's own rule."""
-    for command in (["build", str(ROOT / "specs" / "rms_norm.toml"), "--out", str(tmp_path / "out")], ["plan", str(ROOT / "specs" / "rms_norm.toml")]):
-        result = subprocess.run([sys.executable, "-m", "fusegen", *command, "--gpu", 'H200"""\nimport os'], capture_output=True, text=True, cwd=ROOT)
+    for command in (
+        ["build", str(ROOT / "specs" / "rms_norm.toml"), "--out", str(tmp_path / "out")],
+        ["plan", str(ROOT / "specs" / "rms_norm.toml")],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "fusegen", *command, "--gpu", 'H200"""\nimport os'], capture_output=True, text=True, cwd=ROOT
+        )
         assert result.returncode == 2, result.stderr
         assert "--gpu" in result.stderr and "printable ASCII" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
 
 
-ENVIRONMENT = {"gpu": "NVIDIA H200", "date": "2026-11-29T13:48:44+00:00", "commit": "3ece4af", "driver": "580.159.04",
-               "torch": "2.11.0+cu130", "tilelang": "0.1.15"}
+ENVIRONMENT = {
+    "gpu": "NVIDIA H200",
+    "date": "2026-11-29T13:48:44+00:00",
+    "commit": "3ece4af",
+    "driver": "580.159.04",
+    "torch": "2.11.0+cu130",
+    "tilelang": "0.1.15",
+}
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """rmsnorm weight_offset: y = x·rstd·(weight_offset + w) (Gemma: 1.0), added in float32 once where the
 weight is staged, and a key that leaves every spec not using it as it was."""
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,9 @@ def test_an_offset_is_the_same_as_a_shifted_weight(tmp_path):
 def test_the_oracle_applies_the_offset():
     x, w = torch.randn(4, 64), torch.randn(64) * 0.1
     base = {"dtype": "float32", "hidden": 64, "outputs": {}}
-    shifted = oracle.run_chain({**base, "op": [{"kind": "rmsnorm", "eps": 1e-6, "weight": True, "weight_offset": 2.0}]}, {"x": x, "weight": w})
+    shifted = oracle.run_chain(
+        {**base, "op": [{"kind": "rmsnorm", "eps": 1e-6, "weight": True, "weight_offset": 2.0}]}, {"x": x, "weight": w}
+    )
     plain = oracle.run_chain({**base, "op": [{"kind": "rmsnorm", "eps": 1e-6, "weight": True}]}, {"x": x, "weight": w.double() + 2.0})
     torch.testing.assert_close(shifted["y"], plain["y"])
 
@@ -55,7 +58,9 @@ def test_a_weight_read_in_place_gets_its_offset_where_it_is_read(tmp_path):
     assert 'rstd[i] * (T.cast(Weight[j], "float32") + -0.5)' in body
 
 
-@pytest.mark.parametrize("kind, key, default, other", [("rmsnorm", "weight_offset", 0.0, 1.0), ("quant_fp8", "scale_layout", "row", "column")])
+@pytest.mark.parametrize(
+    "kind, key, default, other", [("rmsnorm", "weight_offset", 0.0, 1.0), ("quant_fp8", "scale_layout", "row", "column")]
+)
 def test_an_added_key_at_its_default_leaves_identity_and_tuning_key_as_they_were(kind, key, default, other):
     """Specs written before the key existed keep their generated files and their tuned winners."""
 

@@ -5,11 +5,13 @@ the chain, its plan stage, TileLang fragment and torch reference, its float64 or
 inputs are sampled, how its outputs are compared, the CUDA checks of its fragment, how it shrinks for
 the small test variant, and its README row. The module defines a subclass of `Op` and registers one
 instance; nothing outside fusegen/ops/ names an op kind or an op's output."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -95,8 +97,14 @@ class Tolerance(Protocol):
 
     reason: str
 
-    def check(self, name: str, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor], dtype: str,
-              oracle_rows: Optional[Callable[[torch.Tensor], Mapping[str, torch.Tensor]]]) -> None:
+    def check(
+        self,
+        name: str,
+        got: Mapping[str, torch.Tensor],
+        want: Mapping[str, torch.Tensor],
+        dtype: str,
+        oracle_rows: Callable[[torch.Tensor], Mapping[str, torch.Tensor]] | None,
+    ) -> None:
         """Raises AssertionError naming `name` where got[name] is too far from want[name]. `dtype`: the
         activation dtype; `oracle_rows`: rows -> the float64 oracle's outputs of those rows, where known."""
         ...
@@ -149,8 +157,8 @@ class JointReduction:
     provides_factor: bool
     applies: Callable[[Stage], bool]  # this instance of the op can take part
     partial: tuple[str, str, str]  # (name, reduce op, result fragment) for KernelFrame.exchange
-    emit_partial: Callable[[Stage, "KernelFrame"], list[str]]  # lines before the exchange
-    emit_finish: Callable[[Stage, "KernelFrame", str], list[str]]  # lines after it, given the factor's fragment
+    emit_partial: Callable[[Stage, KernelFrame], list[str]]  # lines before the exchange
+    emit_finish: Callable[[Stage, KernelFrame, str], list[str]]  # lines after it, given the factor's fragment
     when: str = ""
 
 
@@ -203,7 +211,9 @@ class Op(ABC, Generic[S]):
         return True
 
     @abstractmethod
-    def oracle_step(self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def oracle_step(
+        self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The float64 oracle (oracle.py): the README's formula for this op (Numerics), written with
         explicit index arithmetic, not the reference's tensor idioms. `op`: the op's validated spec as
         JSON data. Returns the row handed on and the op's outputs (with anything a tolerance needs)."""

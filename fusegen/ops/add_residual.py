@@ -4,6 +4,7 @@ Every decoder layer of Llama, Qwen and DeepSeek opens its norms this way (`hidde
 then the norm): the residual stream is stored in the activation dtype, so the norm reads the rounded
 sum, and the sum leaves as `residual_out`, the updated stream.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,16 +39,20 @@ EXACT_SUM = Exact(
     "kernel and reference alike. float32 activations: one IEEE addition, the same in both. So atol = rtol = 0."
 )
 RESIDUAL_OUT = OutputDecl(
-    "residual_out", "residual",
+    "residual_out",
+    "residual",
     "Write residual_out = x + residual rounded to dtype, the updated residual stream (M, hidden) (default: true with add_residual).",
-    EXACT_SUM, default=True,
+    EXACT_SUM,
+    default=True,
 )
 
 
 def plan(op: AddResidualSpec, index: int, ctx: ChainContext) -> Stage:
     rows = (Dim(tokens=True), Dim(size=ctx.hidden))
     writes = ctx.outputs.get("residual", False)
-    outputs = (Tensor("ResidualOut", "residual_out", ctx.dtype, rows, "output", "x + residual rounded to dtype: the updated residual stream"),)
+    outputs = (
+        Tensor("ResidualOut", "residual_out", ctx.dtype, rows, "output", "x + residual rounded to dtype: the updated residual stream"),
+    )
     return Stage(
         index=index,
         kind="add_residual",
@@ -56,7 +61,13 @@ def plan(op: AddResidualSpec, index: int, ctx: ChainContext) -> Stage:
         inputs=(Tensor("Residual", "residual", ctx.dtype, rows, "input", "the residual stream, one row per token"),),
         outputs=outputs if writes else (),
         scratch=(
-            Scratch("residual_row", "fragment", (ctx.block_m, ctx.padded_hidden), ctx.dtype, "the residual row in the row's layout, then the rounded sum"),
+            Scratch(
+                "residual_row",
+                "fragment",
+                (ctx.block_m, ctx.padded_hidden),
+                ctx.dtype,
+                "the residual row in the row's layout, then the rounded sum",
+            ),
         ),
         decisions=(
             "the residual row is read into registers in the row's own thread layout (16-byte vectors, like x), in the "

@@ -1,4 +1,5 @@
 """LayerNorm: mean = Σx/N, var = Σ(x − mean)²/N, rstd = rsqrt(var + eps), v = (x − mean)·rstd·w + b."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -19,7 +20,6 @@ class LayerNormSpec(OpSpec):
     eps: float = Field(default=1e-5, **EPS_FIELD, json_schema_extra=described(f"Added to the variance under the square root: {EPS_RANGE}."))
     weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
     bias: bool = Field(default=True, json_schema_extra=described("Add a bias (hidden,) of the activation dtype."))
-
 
 
 def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:

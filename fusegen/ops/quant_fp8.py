@@ -7,12 +7,13 @@ The quotient is a multiply by the group's correctly rounded reciprocal, not a di
 an IEEE division costs ~20 instructions and made the quantising kernels instruction-bound. It
 differs from v / scale by at most one fp32 ulp, so a code changes only where v / scale lies within
 an ulp of an fp8 rounding midpoint; the reference computes the same product, bit for bit."""
+
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import Field
 
@@ -40,11 +41,16 @@ MIN_GROUP = 8
 
 class QuantFP8Spec(OpSpec):
     kind: Literal["quant_fp8"] = kind_field("quant_fp8")
-    group_size: Union[int, Literal["token"]] = Field(
-        default="token", description=f"'token' or a multiple of {MIN_GROUP} that divides hidden",
-        json_schema_extra=described(f"Columns sharing one scale: 'token' (the whole row) or a multiple of {MIN_GROUP} that divides hidden."),
+    group_size: int | Literal["token"] = Field(
+        default="token",
+        description=f"'token' or a multiple of {MIN_GROUP} that divides hidden",
+        json_schema_extra=described(
+            f"Columns sharing one scale: 'token' (the whole row) or a multiple of {MIN_GROUP} that divides hidden."
+        ),
     )
-    fp8: Literal["e4m3fn", "e5m2"] = Field(default="e4m3fn", json_schema_extra=described("The fp8 format of Q: e4m3fn (max 448) or e5m2 (max 57344)."))
+    fp8: Literal["e4m3fn", "e5m2"] = Field(
+        default="e4m3fn", json_schema_extra=described("The fp8 format of Q: e4m3fn (max 448) or e5m2 (max 57344).")
+    )
     scale: Literal["fp32", "ue8m0"] = Field(
         default="fp32", json_schema_extra=described("fp32 = amax / fp8 max; ue8m0 = that rounded up to a power of two.")
     )
@@ -76,11 +82,13 @@ def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
         problems.append(("group_size", f"must be 'token' or a multiple of {MIN_GROUP} that divides hidden = {ctx.hidden}, got {g}"))
     low = AMAX_FLOOR_MIN[op.fp8]
     if op.amax_floor < low:
-        problems.append((
-            "amax_floor",
-            f"must be a number from {low!r} to {AMAX_FLOOR_MAX!r} with fp8 = '{op.fp8}', got {op.amax_floor!r}: an all-zero "
-            f"group's scale, amax_floor / {FP8_MAX[op.fp8]!r}, must be a normal float32 (at least 2^-126) for its reciprocal to be finite",
-        ))
+        problems.append(
+            (
+                "amax_floor",
+                f"must be a number from {low!r} to {AMAX_FLOOR_MAX!r} with fp8 = '{op.fp8}', got {op.amax_floor!r}: an all-zero "
+                f"group's scale, amax_floor / {FP8_MAX[op.fp8]!r}, must be a normal float32 (at least 2^-126) for its reciprocal to be finite",
+            )
+        )
     return problems
 
 
@@ -115,8 +123,15 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         params=params,
         outputs=(
             Tensor("Q", "q", fp8, (Dim(tokens=True), Dim(size=ctx.hidden)), "output", "quantised row"),
-            Tensor("Scale", "scale", "float32", (Dim(tokens=True), Dim(size=groups)), "output", "dequantisation scale per group",
-                   layout=op.scale_layout),
+            Tensor(
+                "Scale",
+                "scale",
+                "float32",
+                (Dim(tokens=True), Dim(size=groups)),
+                "output",
+                "dequantisation scale per group",
+                layout=op.scale_layout,
+            ),
         ),
         scratch=(
             Scratch("group_scale", "fragment", scale_shape, "float32", "amax, then the scale, of each group"),
@@ -368,10 +383,11 @@ class QuantFP8(Op[QuantFP8Spec]):
         OutputDecl("scale", None, "the dequantisation scale per group", SCALE_TOLERANCE),
     )
     # Group amaxes combine inside a warp (no exchange to share); a per-token amax crosses the warps.
-    joint = JointReduction(provides_factor=False, applies=_per_token, partial=ROW_AMAX, emit_partial=emit_amax_partial,
-                           emit_finish=_quantize, when="per-token")
+    joint = JointReduction(
+        provides_factor=False, applies=_per_token, partial=ROW_AMAX, emit_partial=emit_amax_partial, emit_finish=_quantize, when="per-token"
+    )
     readme_keys = (
-        "`group_size` (a multiple of 8 dividing hidden, or `\"token\"`), `fp8` = `e4m3fn` (max 448) \\| `e5m2` (max 57344), "
+        '`group_size` (a multiple of 8 dividing hidden, or `"token"`), `fp8` = `e4m3fn` (max 448) \\| `e5m2` (max 57344), '
         "`scale` = `fp32` \\| `ue8m0` (rounded up to a power of two), `amax_floor` (fp8_max · 2⁻¹²⁶ ≤ amax_floor ≤ 1: e4m3fn "
         "≥ 5.27e-36, e5m2 ≥ 6.74e-34; default 1e-10), `scale_layout` = `row` (Scale (M, G) contiguous) \\| `column` (an (M, G) "
         "view with strides (1, ⌈M/4⌉·4): column-major, tokens padded to 16 bytes, the layout DeepGEMM-style FP8 GEMMs read with TMA; "

@@ -1,4 +1,5 @@
 """RMSNorm: r = rsqrt(mean(x²) + eps), v = x · r · (weight_offset + w) (weight_offset 0, or Gemma's 1)."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -9,7 +10,19 @@ from ..codegen import HIDDEN, KernelFrame, literal, string_literal
 from ..cuda_checks import Check, fragment_vector_store
 from ..model import Constant, Dim, Layout, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
-from . import FLOAT32_MIN_NORMAL, NORMALIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
+from . import (
+    FLOAT32_MIN_NORMAL,
+    NORMALIZE,
+    ChainContext,
+    JointReduction,
+    Op,
+    OpSpec,
+    OutputDecl,
+    added_key,
+    described,
+    kind_field,
+    register,
+)
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
@@ -31,8 +44,13 @@ class RMSNormSpec(OpSpec):
     eps: float = Field(default=1e-6, **EPS_FIELD, json_schema_extra=described(f"Added to mean(x²) under the square root: {EPS_RANGE}."))
     weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
     weight_offset: float = Field(
-        **added_key(0.0), ge=-WEIGHT_OFFSET_MAX, le=WEIGHT_OFFSET_MAX, description=WEIGHT_OFFSET_RANGE,
-        json_schema_extra=described(f"Scale by weight_offset + w instead of w (Gemma: 1.0), in float32; needs weight = true: {WEIGHT_OFFSET_RANGE}."),
+        **added_key(0.0),
+        ge=-WEIGHT_OFFSET_MAX,
+        le=WEIGHT_OFFSET_MAX,
+        description=WEIGHT_OFFSET_RANGE,
+        json_schema_extra=described(
+            f"Scale by weight_offset + w instead of w (Gemma: 1.0), in float32; needs weight = true: {WEIGHT_OFFSET_RANGE}."
+        ),
     )
 
 
@@ -42,7 +60,12 @@ def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     if op.weight_offset and not op.weight:
         # Without a weight the offset would scale every column by one constant, which no model does: more
         # likely weight = false was meant for a model without an offset.
-        return [("weight_offset", f"needs weight = true (the offset is added to the weight), got weight_offset = {op.weight_offset!r} with weight = false")]
+        return [
+            (
+                "weight_offset",
+                f"needs weight = true (the offset is added to the weight), got weight_offset = {op.weight_offset!r} with weight = false",
+            )
+        ]
     return []
 
 
@@ -67,7 +90,6 @@ def sample_weight(draw, shape: tuple[int, ...], offset: float = 0.0):
     """A per-column weight whose scale (offset + w) is near 1: it neither cancels the row nor hides its
     values. With Gemma's offset 1 the weights themselves are near 0, as Gemma's are."""
     return 1.0 - offset + 0.25 * draw.normal(shape)
-
 
 
 def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
@@ -238,7 +260,9 @@ class RMSNorm(Op[RMSNormSpec]):
     transforms_row = True
     outputs = (RSTD,)
     whole_kernel_variants = {"naive": emit_naive, "splitk": emit_splitk}
-    joint = JointReduction(provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale)
+    joint = JointReduction(
+        provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale
+    )
     readme_keys = (
         "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true), `weight_offset` (y = x·rstd·(weight_offset + w), "
         "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, 0 or \\|weight_offset\\| ≥ 2⁻¹²⁶, default 0.0; needs `weight`)"

@@ -4,11 +4,12 @@ the first rope_dim/2 columns, sin in the rest, the layout of vLLM's RotaryEmbedd
 
 neox pairs column p with p + rope_dim/2; gptj pairs 2p with 2p + 1 (DeepSeek MLA's tail RoPE is gptj).
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field, model_serializer
 
@@ -34,18 +35,29 @@ SAMPLE_ROPE_BASE = 10000.0
 class RopeSpec(OpSpec):
     kind: Literal["rope"] = kind_field("rope")
     rope_dim: int = Field(
-        gt=0, description="an even integer from 2 to hidden",
+        gt=0,
+        description="an even integer from 2 to hidden",
         json_schema_extra=described("Columns rotated, an even integer from 2 to hidden; cos and sin are (M, rope_dim/2) float32."),
     )
-    span: Literal["tail", "head"] = Field(default="tail", json_schema_extra=described("Which rope_dim columns rotate: tail = the last ones, head = the first ones."))
-    style: Literal["neox", "gptj"] = Field(default="neox", json_schema_extra=described("Pairs rotated together: neox = (p, p + rope_dim/2), gptj = (2p, 2p+1)."))
-    source: Literal["per_token", "cache"] = Field(default="per_token", json_schema_extra=described(
-        "Where cos/sin come from: per_token = inputs cos, sin (M, rope_dim/2) float32; cache = inputs positions (M,) int64 "
-        "and cos_sin_cache (max_position, rope_dim) float32, cos in the first half of a row, sin in the second (vLLM's layout)."
-    ))
-    max_position: Optional[int] = Field(
-        default=None, ge=1, le=MAX_POSITION, description=f"an integer from 1 to {MAX_POSITION} (2^24)",
-        json_schema_extra=described("Rows of cos_sin_cache (source = \"cache\"): positions lie in [0, max_position)."),
+    span: Literal["tail", "head"] = Field(
+        default="tail", json_schema_extra=described("Which rope_dim columns rotate: tail = the last ones, head = the first ones.")
+    )
+    style: Literal["neox", "gptj"] = Field(
+        default="neox", json_schema_extra=described("Pairs rotated together: neox = (p, p + rope_dim/2), gptj = (2p, 2p+1).")
+    )
+    source: Literal["per_token", "cache"] = Field(
+        default="per_token",
+        json_schema_extra=described(
+            "Where cos/sin come from: per_token = inputs cos, sin (M, rope_dim/2) float32; cache = inputs positions (M,) int64 "
+            "and cos_sin_cache (max_position, rope_dim) float32, cos in the first half of a row, sin in the second (vLLM's layout)."
+        ),
+    )
+    max_position: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_POSITION,
+        description=f"an integer from 1 to {MAX_POSITION} (2^24)",
+        json_schema_extra=described('Rows of cos_sin_cache (source = "cache"): positions lie in [0, max_position).'),
     )
 
     @model_serializer(mode="wrap")
@@ -66,15 +78,21 @@ def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     if op.rope_dim > ctx.hidden:
         problems.append(("rope_dim", f"must be at most hidden = {ctx.hidden}, got {op.rope_dim}"))
     if op.source == "cache" and op.max_position is None:
-        problems.append(("max_position", "is required with source = \"cache\": the rows of cos_sin_cache (positions lie in [0, max_position))"))
+        problems.append(
+            ("max_position", 'is required with source = "cache": the rows of cos_sin_cache (positions lie in [0, max_position))')
+        )
     if op.source == "per_token" and op.max_position is not None:
-        problems.append(("max_position", "applies to source = \"cache\" only (the rows of cos_sin_cache); with per-token cos and sin there is no cache"))
+        problems.append(
+            ("max_position", 'applies to source = "cache" only (the rows of cos_sin_cache); with per-token cos and sin there is no cache')
+        )
     if op.max_position is not None and op.max_position * op.rope_dim > MAX_CACHE_ELEMENTS:
-        problems.append((
-            "max_position",
-            f"times rope_dim must be at most 2^31 − 1 (the cache's element index is int32 in TileLang): {op.max_position} × "
-            f"{op.rope_dim} = {op.max_position * op.rope_dim}; at most {MAX_CACHE_ELEMENTS // op.rope_dim} positions at rope_dim {op.rope_dim}",
-        ))
+        problems.append(
+            (
+                "max_position",
+                f"times rope_dim must be at most 2^31 − 1 (the cache's element index is int32 in TileLang): {op.max_position} × "
+                f"{op.rope_dim} = {op.max_position * op.rope_dim}; at most {MAX_CACHE_ELEMENTS // op.rope_dim} positions at rope_dim {op.rope_dim}",
+            )
+        )
     return problems
 
 
@@ -92,9 +110,20 @@ def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
     """The kernel inputs cos/sin come from, in the contract's order."""
     if op.source == "cache":
         return (
-            Tensor("Positions", "positions", "int64", (Dim(tokens=True),), "input", f"each token's position, its row of cos_sin_cache, in [0, {op.max_position})"),
             Tensor(
-                "CosSinCache", "cos_sin_cache", "float32", (Dim(size=op.max_position), Dim(size=op.rope_dim)), "input",
+                "Positions",
+                "positions",
+                "int64",
+                (Dim(tokens=True),),
+                "input",
+                f"each token's position, its row of cos_sin_cache, in [0, {op.max_position})",
+            ),
+            Tensor(
+                "CosSinCache",
+                "cos_sin_cache",
+                "float32",
+                (Dim(size=op.max_position), Dim(size=op.rope_dim)),
+                "input",
                 "cos(θ) per position and pair in the first rope_dim/2 columns, sin(θ) in the rest; read at the tokens' positions only",
                 index="Positions",
             ),
@@ -123,7 +152,16 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         )
     else:
         params |= {"pairing": "shared"}
-        scratch = (Scratch("rope_span", "shared", (ctx.block_m, op.rope_dim), "float32", "the span's values, so each thread can read its partner", barrier=True),)
+        scratch = (
+            Scratch(
+                "rope_span",
+                "shared",
+                (ctx.block_m, op.rope_dim),
+                "float32",
+                "the span's values, so each thread can read its partner",
+                barrier=True,
+            ),
+        )
         decision = (
             "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
             "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
@@ -254,7 +292,9 @@ def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
         shuffle = rf"__shfl_xor_sync\(\(uint\){params['lane_mask']}, [^;]*, {params['partner_lanes']}, 32\)"
         found = len(re.findall(shuffle, source))
         ok = found > 0 and "rope_span" not in source
-        return Check("RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart")
+        return Check(
+            "RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart"
+        )
     # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
     span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
     return Check(

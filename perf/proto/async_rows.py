@@ -2,6 +2,7 @@
 blocks stream rows through a two-slot shared-memory ring with cp.async, so the next row's load is in
 flight while the current row reduces; optionally with rstd applied last and the sum of squares and the
 amax exchanged together (one cross-warp exchange per row instead of two)."""
+
 import tilelang.language as T
 
 ROPE_DIM = 64
@@ -14,7 +15,9 @@ def program(N, dtype, threads, vec, grid, fused, min_blocks=1):
     half = ROPE_DIM // 2
     rope0 = N - ROPE_DIM
     warps = threads // 32
-    layout = dict(forward_thread_fn=lambda i, j: (i * N + j) // vec % threads, forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec)
+    layout = dict(
+        forward_thread_fn=lambda i, j: (i * N + j) // vec % threads, forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec
+    )
 
     @T.prim_func
     def async_rows(
@@ -32,7 +35,13 @@ def program(N, dtype, threads, vec, grid, fused, min_blocks=1):
             row = T.alloc_fragment((1, N), "float32")
             T.annotate_layout({row: T.Fragment((1, N), **layout)})
             weight_staged = T.alloc_fragment((N,), dtype)
-            T.annotate_layout({weight_staged: T.Fragment((N,), forward_thread_fn=lambda c: c // vec % threads, forward_index_fn=lambda c: c // per * vec + c % vec)})
+            T.annotate_layout(
+                {
+                    weight_staged: T.Fragment(
+                        (N,), forward_thread_fn=lambda c: c // vec % threads, forward_index_fn=lambda c: c // per * vec + c % vec
+                    )
+                }
+            )
             sumsq_terms = T.alloc_fragment((1, N), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
@@ -89,7 +98,10 @@ def program(N, dtype, threads, vec, grid, fused, min_blocks=1):
                 for i, j in T.Parallel(1, ROPE_DIM):
                     rope_span[i, j] = row[i, rope0 + j]
                 for i, j in T.Parallel(1, ROPE_DIM):
-                    row[i, rope0 + j] = rope_span[i, j] * cs_ring[slot, j % half] + T.if_then_else(j < half, -rope_span[i, j + half], rope_span[i, j - half]) * cs_ring[slot, half + j % half]
+                    row[i, rope0 + j] = (
+                        rope_span[i, j] * cs_ring[slot, j % half]
+                        + T.if_then_else(j < half, -rope_span[i, j + half], rope_span[i, j - half]) * cs_ring[slot, half + j % half]
+                    )
                 T.reduce_absmax(T.reshape(row, (1, chunks, threads, vec)), amax_lanes, dim=3)
                 T.reduce_max(amax_lanes, amax_thread, dim=1)
                 for i, t in T.Parallel(1, threads):

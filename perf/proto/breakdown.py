@@ -1,4 +1,5 @@
 """Where does the fused chain's time go? Times chains that add one op at a time (perf notes)."""
+
 import logging
 import statistics
 
@@ -21,8 +22,19 @@ CHAINS = {
 }
 for label, ops in CHAINS.items():
     for threads in (128, 256):
-        spec = KernelSpec.model_validate({"name": "b", "dtype": "bfloat16", "hidden": 4096, "op": ops, "outputs": {"y": not any(o["kind"] == "quant_fp8" for o in ops)}, "schedule": {"threads": threads}})
-        module = checking.build_variant(spec, __import__("pathlib").Path(f"/tmp/breakdown/{label.replace(' ', '_').replace('(', '').replace(')', '')}_{threads}"))
+        spec = KernelSpec.model_validate(
+            {
+                "name": "b",
+                "dtype": "bfloat16",
+                "hidden": 4096,
+                "op": ops,
+                "outputs": {"y": not any(o["kind"] == "quant_fp8" for o in ops)},
+                "schedule": {"threads": threads},
+            }
+        )
+        module = checking.build_variant(
+            spec, __import__("pathlib").Path(f"/tmp/breakdown/{label.replace(' ', '_').replace('(', '').replace(')', '')}_{threads}")
+        )
         sets = [checking.random_inputs(module, 16384, torch.Generator().manual_seed(s)) for s in range(3)]
         us = statistics.median(time_events(module.kernel, sets, 10, 100))
         moved = plan(spec, "b").ledger.fused_bytes(16384)

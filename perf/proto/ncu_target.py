@@ -1,5 +1,6 @@
 """Two launches of each profiled kernel at 16384 tokens, for `ncu --launch-skip` (perf notes).
 Kernels: the generated modules named on the command line, or the three below."""
+
 import importlib
 import sys
 

@@ -1,9 +1,11 @@
 """Prototype (perf experiment, see NOTES.md): the fp8-only seed chain on a persistent grid, each block
 prefetching its next row into registers before computing the current one."""
+
+import importlib
+
 import tilelang.language as T
 
 from fusegen.runtime import Launcher
-import importlib
 
 base = importlib.import_module("generated.rms_norm_rope_quant_fp8_only.kernel")
 
@@ -27,10 +29,20 @@ def program(threads=256, grid_blocks=132 * 4, vec=8, min_blocks=1, persistent=Tr
             T.annotate_min_blocks_per_sm(min_blocks)
             row = T.alloc_fragment((1, N), "float32")
             staged = T.alloc_fragment((1, N), "float16")
-            T.annotate_layout({
-                row: T.Fragment((1, N), forward_thread_fn=lambda i, j: (i * N + j) // vec % threads, forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec),
-                staged: T.Fragment((1, N), forward_thread_fn=lambda i, j: (i * N + j) // vec % threads, forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec),
-            })
+            T.annotate_layout(
+                {
+                    row: T.Fragment(
+                        (1, N),
+                        forward_thread_fn=lambda i, j: (i * N + j) // vec % threads,
+                        forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec,
+                    ),
+                    staged: T.Fragment(
+                        (1, N),
+                        forward_thread_fn=lambda i, j: (i * N + j) // vec % threads,
+                        forward_index_fn=lambda i, j: (i * N + j) // per * vec + j % vec,
+                    ),
+                }
+            )
             sumsq_terms = T.alloc_fragment((1, N), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             rope_span = T.alloc_shared((1, 64), "float32")
@@ -55,7 +67,10 @@ def program(threads=256, grid_blocks=132 * 4, vec=8, min_blocks=1, persistent=Tr
                 for i, j in T.Parallel(1, 64):
                     rope_span[i, j] = row[i, 4032 + j]
                 for i, j in T.Parallel(1, 64):
-                    row[i, 4032 + j] = rope_span[i, j] * Cos[token, j % 32] + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * Sin[token, j % 32]
+                    row[i, 4032 + j] = (
+                        rope_span[i, j] * Cos[token, j % 32]
+                        + T.if_then_else(j < 32, -rope_span[i, j + 32], rope_span[i, j - 32]) * Sin[token, j % 32]
+                    )
                 T.reduce_absmax(row, group_scale, dim=1)
                 for i in T.Parallel(1):
                     group_scale[i] = T.max(group_scale[i], 1e-10) / 448.0
@@ -70,4 +85,13 @@ def program(threads=256, grid_blocks=132 * 4, vec=8, min_blocks=1, persistent=Tr
 
 
 def launcher(**schedule):
-    return Launcher("persistent_fp8", str(schedule), ((1, None, lambda: program(**schedule)),), base.TARGET, base.INPUTS, base.OUTPUTS, base.Outputs, None)
+    return Launcher(
+        "persistent_fp8",
+        str(schedule),
+        ((1, None, lambda: program(**schedule)),),
+        base.TARGET,
+        base.INPUTS,
+        base.OUTPUTS,
+        base.Outputs,
+        None,
+    )

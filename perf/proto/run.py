@@ -1,4 +1,6 @@
 """Times schedule variants of the fp8-only seed chain on the GPU (perf experiment, see NOTES.md)."""
+
+import importlib
 import logging
 import statistics
 from concurrent.futures import ProcessPoolExecutor
@@ -7,8 +9,6 @@ import torch
 
 from fusegen import checking
 from fusegen.bench import copy_ceiling, time_events, time_graph
-import importlib
-
 from perf.proto.persistent_fp8 import launcher, program
 
 base = importlib.import_module("generated.rms_norm_rope_quant_fp8_only.kernel")
@@ -54,7 +54,10 @@ def main():
             checking.compare(base, outs, list(package.reference(*inputs)), "float16")
         big = statistics.median(time_events(call, sets, 10, 200))
         tiny = statistics.median(time_graph(call, small))
-        print(f"{label:<36} 16384: {big:7.1f} us {ledger / big / 1e6:5.2f} TB/s ({ledger / big / 1e6 / ceiling:4.2f} of copy)   8 tokens (graph): {tiny:5.2f} us", flush=True)
+        print(
+            f"{label:<36} 16384: {big:7.1f} us {ledger / big / 1e6:5.2f} TB/s ({ledger / big / 1e6 / ceiling:4.2f} of copy)   8 tokens (graph): {tiny:5.2f} us",
+            flush=True,
+        )
 
 
 main()

@@ -1,6 +1,7 @@
 """Times the async-ring prototype (perf/proto/async_rows.py) against the tuned generated fp8-only kernel
 in one run, checking every variant against the reference first (perf experiment, NOTES.md step 13).
 Usage: python -m perf.proto.run_async OUT_DIR"""
+
 import json
 import logging
 import statistics
@@ -23,10 +24,28 @@ SM = 132
 SHAPES = [(4096, "float16"), (4096, "bfloat16"), (7168, "float16"), (7168, "bfloat16")]
 # (threads, vec, blocks per SM (grid and launch bound), fused)
 CANDIDATES = {
-    4096: [(64, 8, 5, True), (64, 8, 8, True), (128, 8, 3, True), (128, 8, 4, True), (128, 8, 4, False),
-           (128, 8, 5, True), (256, 8, 2, True), (256, 8, 3, True), (256, 8, 4, True)],
-    7168: [(256, 4, 2, True), (256, 4, 3, True), (256, 4, 2, False), (128, 8, 3, True), (128, 8, 4, True),
-           (224, 8, 2, True), (224, 8, 3, True), (448, 8, 1, True), (448, 8, 2, True)],
+    4096: [
+        (64, 8, 5, True),
+        (64, 8, 8, True),
+        (128, 8, 3, True),
+        (128, 8, 4, True),
+        (128, 8, 4, False),
+        (128, 8, 5, True),
+        (256, 8, 2, True),
+        (256, 8, 3, True),
+        (256, 8, 4, True),
+    ],
+    7168: [
+        (256, 4, 2, True),
+        (256, 4, 3, True),
+        (256, 4, 2, False),
+        (128, 8, 3, True),
+        (128, 8, 4, True),
+        (224, 8, 2, True),
+        (224, 8, 3, True),
+        (448, 8, 1, True),
+        (448, 8, 2, True),
+    ],
 }
 
 
@@ -95,7 +114,9 @@ def main(out: Path):
             us = statistics.median(time_graph(fn, sets, calls=20))
             results.append(dict(kernel=spec.name, variant=label, us=us, of_copy=floor / us, correct=correct))
             print(f"{spec.name:<48} {label:<44} {us:7.1f} us  {floor / us:5.3f} × copy  {correct}", flush=True)
-    (out / "async_rows.json").write_text(json.dumps({"copy_tb_per_s": ceiling, "gpu": torch.cuda.get_device_name(), "rows": results}, indent=1))
+    (out / "async_rows.json").write_text(
+        json.dumps({"copy_tb_per_s": ceiling, "gpu": torch.cuda.get_device_name(), "rows": results}, indent=1)
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ run, bounds what the fused kernel of that pattern can reach (NOTES.md step 15). 
 bench`: CUDA-graph replays, inputs cycled past 3× L2. Run on the GPU machine:
     python perf/proto/traffic_floor.py
 """
+
 import statistics
 
 import torch
@@ -21,7 +22,9 @@ ROPE_PAIRS = 32
 
 
 @triton.jit
-def move_row(x, cos, sin, y, q, scale, hidden: tl.constexpr, block: tl.constexpr, pairs: tl.constexpr, write_y: tl.constexpr, quantize: tl.constexpr):
+def move_row(
+    x, cos, sin, y, q, scale, hidden: tl.constexpr, block: tl.constexpr, pairs: tl.constexpr, write_y: tl.constexpr, quantize: tl.constexpr
+):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, block)
     inside = cols < hidden
@@ -45,17 +48,21 @@ def pattern_time(dtype, hidden: int, write_y: bool, quantize: bool, num_warps: i
     moved = row_bytes * TOKENS
     sets = []
     for _ in range(max(1, -(-3 * L2_BYTES // moved))):
-        sets.append((
-            torch.randn(TOKENS, hidden, device="cuda").to(dtype),
-            torch.rand(TOKENS, ROPE_PAIRS, device="cuda"),
-            torch.rand(TOKENS, ROPE_PAIRS, device="cuda"),
-            torch.empty(TOKENS, hidden, device="cuda", dtype=dtype),
-            torch.empty(TOKENS, hidden, device="cuda", dtype=torch.float8_e4m3fn),
-            torch.empty(TOKENS, device="cuda"),
-        ))
+        sets.append(
+            (
+                torch.randn(TOKENS, hidden, device="cuda").to(dtype),
+                torch.rand(TOKENS, ROPE_PAIRS, device="cuda"),
+                torch.rand(TOKENS, ROPE_PAIRS, device="cuda"),
+                torch.empty(TOKENS, hidden, device="cuda", dtype=dtype),
+                torch.empty(TOKENS, hidden, device="cuda", dtype=torch.float8_e4m3fn),
+                torch.empty(TOKENS, device="cuda"),
+            )
+        )
 
     def launch(x, cos, sin, y, q, scale):
-        move_row[(TOKENS,)](x, cos, sin, y, q, scale, hidden, triton.next_power_of_2(hidden), ROPE_PAIRS, write_y, quantize, num_warps=num_warps)
+        move_row[(TOKENS,)](
+            x, cos, sin, y, q, scale, hidden, triton.next_power_of_2(hidden), ROPE_PAIRS, write_y, quantize, num_warps=num_warps
+        )
 
     x, cos, sin, y, q, scale = sets[0]
     q.view(torch.uint8).fill_(0x7F)  # e4m3fn NaN: every element must be overwritten
@@ -81,7 +88,11 @@ def main():
                 for warps in (4, 8, 16):
                     us, moved = pattern_time(dtype, hidden, write_y, quantize, warps)
                     bandwidth = moved / us / 1e6
-                    print(f"| {name} | {str(dtype)[6:]} | {hidden} | {warps} | {us:.1f} | {bandwidth:.2f} | {bandwidth / ceiling:.3f} |", flush=True)
+                    print(
+                        f"| {name} | {str(dtype)[6:]} | {hidden} | {warps} | {us:.1f} | {bandwidth:.2f} | {bandwidth / ceiling:.3f} |",
+                        flush=True,
+                    )
+
 
 if __name__ == "__main__":
     main()
