@@ -16,12 +16,12 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, ValidationError, create_model, model_serializer
+from pydantic import Field, ValidationError, create_model
 
 from .errors import ChainError, SpecError, shown
 from .locate import line_of
 from .model import Layout
-from .ops import REGISTRY, ChainContext, chain_order, described, joint_chain, output_flags
+from .ops import REGISTRY, ChainContext, added_key, chain_order, described, joint_chain, output_flags
 from .strict import Strict
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -41,19 +41,11 @@ MAX_SPEC_BYTES = 64 * 1024
 CHAIN_DEFAULT_FLAGS = frozenset(flag for flag, out in output_flags().items() if out.default)
 
 
-class _OutputFlags(Strict):
-    @model_serializer(mode="wrap")
-    def _unset_chain_defaults_left_out(self, handler):
-        # A spec that leaves such a flag unset dumps as it did before the flag existed, so its content
-        # hash (the identity) and its tuning key (tuning.problem_of) stay what they were.
-        return {key: value for key, value in handler(self).items() if not (value is None and key in CHAIN_DEFAULT_FLAGS)}
-
-
 # Y is the chain's own; every other key is an output an op declares (ops.OutputDecl), off by default
 # or defaulting by the chain (CHAIN_DEFAULT_FLAGS).
 Outputs = create_model(
     "Outputs",
-    __base__=_OutputFlags,
+    __base__=Strict,
     y=(
         bool | None,
         Field(
@@ -62,7 +54,8 @@ Outputs = create_model(
         ),
     ),
     **{
-        flag: (bool | None, Field(default=None, json_schema_extra=described(out.doc)))
+        # Unset, such a flag dumps as before it existed: the identity and the tuning key stay what they were.
+        flag: (bool | None, Field(**added_key(None), json_schema_extra=described(out.doc)))
         if flag in CHAIN_DEFAULT_FLAGS
         else (bool, Field(default=False, json_schema_extra=described(out.doc)))
         for flag, out in output_flags().items()

@@ -55,10 +55,10 @@ def described(text: str) -> dict:
 
 
 def added_key(default: Any) -> dict:
-    """`Field(**added_key(default), ...)` for a key added to an op after kernels were built and tuned: at
-    its default it is left out of the canonical spec (plan.json's spec, the identity hash, tuning.json's
-    problem key), so every spec that does not use it keeps its identity, its generated files and its
-    tuned winners. Read it back through the op's spec model, which fills the default in."""
+    """`Field(**added_key(default), ...)` for a spec key (an op's, or an [outputs] flag) added after kernels
+    were built and tuned: at its default it is left out of the canonical spec (plan.json's spec, the
+    identity hash, tuning.json's problem key), so every spec that does not use it keeps its identity, its
+    generated files and its tuned winners. Read it back through the spec model, which fills the default in."""
     return {"default": default, "exclude_if": lambda value: value == default}
 
 

@@ -11,12 +11,12 @@ import math
 import re
 from typing import Literal
 
-from pydantic import Field, model_serializer
+from pydantic import Field
 
 from ..codegen import KernelFrame
 from ..cuda_checks import Check
 from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
-from . import ROTATE, ChainContext, Op, OpSpec, described, kind_field, register
+from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, kind_field, register
 
 WARP_LANES = 32
 # The seed's small shape rotates 32 columns (of 256), from a cache of at most 64 positions.
@@ -46,29 +46,19 @@ class RopeSpec(OpSpec):
         default="neox", json_schema_extra=described("Pairs rotated together: neox = (p, p + rope_dim/2), gptj = (2p, 2p+1).")
     )
     source: Literal["per_token", "cache"] = Field(
-        default="per_token",
+        **added_key("per_token"),
         json_schema_extra=described(
             "Where cos/sin come from: per_token = inputs cos, sin (M, rope_dim/2) float32; cache = inputs positions (M,) int64 "
             "and cos_sin_cache (max_position, rope_dim) float32, cos in the first half of a row, sin in the second (vLLM's layout)."
         ),
     )
     max_position: int | None = Field(
-        default=None,
+        **added_key(None),
         ge=1,
         le=MAX_POSITION,
         description=f"an integer from 1 to {MAX_POSITION} (2^24)",
         json_schema_extra=described('Rows of cos_sin_cache (source = "cache"): positions lie in [0, max_position).'),
     )
-
-    @model_serializer(mode="wrap")
-    def _without_per_token_defaults(self, handler):
-        # A per-token RoPE serialises as before source existed: the canonical spec keys the kernel's
-        # identity and its tuning.json entries, which the GPU measured and this machine cannot redo.
-        data = handler(self)
-        if self.source == "per_token":
-            data.pop("source", None)
-            data.pop("max_position", None)
-        return data
 
 
 def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
