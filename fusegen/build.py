@@ -221,16 +221,16 @@ def _compile_one(path: str, verbose: bool) -> list[str]:
 
 
 @contextmanager
-def locked(out: Path, notify: Callable[[str], None]):
-    """Holds `out`'s build lock; says whose it is when it has to wait (the holder writes its pid in it)."""
-    out.mkdir(parents=True, exist_ok=True)
-    # Opened without truncating: the holder's pid must stay readable while this build waits.
-    with open(os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644), "r+") as handle:
+def file_lock(path: Path, what: str, notify: Callable[[str], None]):
+    """Holds an exclusive lock on `path` (created if missing); says whose it is when it has to wait: the
+    holder writes its pid in it. `what` names the lock in that message."""
+    # Opened without truncating: the holder's pid must stay readable while this process waits.
+    with open(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = handle.read().strip() or "unknown"
-            notify(f"waiting for the build lock on {out} held by pid {holder}")
+            notify(f"waiting for {what} held by pid {holder}")
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
@@ -240,6 +240,14 @@ def locked(out: Path, notify: Callable[[str], None]):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def locked(out: Path, notify: Callable[[str], None]):
+    """Holds `out`'s build lock."""
+    out.mkdir(parents=True, exist_ok=True)
+    with file_lock(out / LOCK, f"the build lock on {out}", notify):
+        yield
 
 
 def _write_journal(out: Path, staging: Path, journal: Journal) -> None:

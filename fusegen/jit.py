@@ -8,16 +8,14 @@ none. An entry whose files do not all record the identity is not trusted: it is 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
-from .build import plan_spec, stage
+from .build import file_lock, plan_spec, stage
 from .compile import import_package
 from .spec import KernelSpec, load_spec, parse_spec
 from .tuning import UNTUNED, Tuning
@@ -96,20 +94,6 @@ def _imported(directory: Path, identity: str):
         raise
 
 
-@contextmanager
-def _locked(lock_file: Path, notify: Callable[[str], None]):
-    with open(os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            notify(f"waiting for another process building {lock_file.stem}")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _install(plan, cache: Path, directory: Path, notify: Callable[[str], None]) -> None:
     """Builds into a staging directory beside `directory` (one file system, so the rename is atomic)
     and renames it into place; an untrusted entry is moved aside first and removed."""
@@ -147,7 +131,7 @@ def load(source, *, tuning: Tuning = UNTUNED, notify: Callable[[str], None] = _q
             f"(with {CACHE_ENV} pointing where this process reads)"
         )
     cache.mkdir(parents=True, exist_ok=True)
-    with _locked(cache / f"{plan.identity}.lock", notify):
+    with file_lock(cache / f"{plan.identity}.lock", f"the cache lock of {plan.identity}", notify):
         module = _imported(directory, plan.identity)
         if module is None:
             _install(plan, cache, directory, notify)
