@@ -215,6 +215,7 @@ def _grid(plan: Plan, s: Schedule) -> str:
 def kernel_module(plan: Plan) -> str:
     args = ", ".join(t.arg for t in plan.inputs)
     routes = ", ".join(f"({r.first_tokens}, {r.last_tokens}, program_{k})" for r, k in zip(plan.routes, plan.program_of_route))
+    bounds = _index_bounds(plan.inputs)
     lines = [
         *header(plan).splitlines(),
         *_docstring(plan),
@@ -222,7 +223,7 @@ def kernel_module(plan: Plan) -> str:
         "import torch",
         "",
         "from fusegen.runtime import Launcher, TensorSpec, output_tuple",
-        # Underscored: the program's scope also holds the prim_func named after the kernel.
+        # Underscored: the programs' helper, not part of the module's interface.
         *(["from fusegen.runtime import sm_count as _sm_count"] if any(r.schedule.variant == "stream" for r in plan.routes) else []),
         "",
         f"NAME = {string_literal(plan.name)}",
@@ -231,7 +232,7 @@ def kernel_module(plan: Plan) -> str:
         *(constant_line(c) for stage in plan.stages for c in stage.constants),
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
-        f"INPUTS = ({', '.join(_tensor_spec(t, _index_bounds(plan.inputs).get(t.param)) for t in plan.inputs)},)",
+        f"INPUTS = ({', '.join(_tensor_spec(t, bounds.get(t.param)) for t in plan.inputs)},)",
         f"OUTPUTS = ({', '.join(_tensor_spec(t) for t in plan.outputs)},)",
         "Outputs = output_tuple(OUTPUTS)",
         "",
