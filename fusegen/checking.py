@@ -19,7 +19,7 @@ import torch
 from . import oracle
 from .compile import import_package
 from .emit import render
-from .ops import REGISTRY, Tolerance, output_decl
+from .ops import REGISTRY, ChainContext, Tolerance, output_decl
 from .plan import plan
 from .runtime import allocate, column_strides, shape_of
 from .spec import KernelSpec
@@ -163,11 +163,15 @@ def cuda_check_failures(spec: KernelSpec, directory: Path, tuned: tuple = ()) ->
 
 
 def small_variant(spec: dict) -> KernelSpec:
-    """The seed's first-run shape for the same chain: hidden 256, each op shrunk to it (rope_dim 32),
-    schedule hints reset."""
+    """The seed's first-run shape for the same chain: hidden 256 (with head_dim, at least two whole
+    heads), each op shrunk to it (rope_dim 32), schedule hints reset."""
     data = json.loads(json.dumps(spec))
-    data["hidden"] = SEED_SMALL["hidden"]
+    head_dim = data.get("head_dim")
+    small_hidden = head_dim * max(2, SEED_SMALL["hidden"] // head_dim) if head_dim else SEED_SMALL["hidden"]
+    full = ChainContext(data["dtype"], data["hidden"], {}, head_dim=head_dim)
+    small = ChainContext(data["dtype"], small_hidden, {}, head_dim=head_dim)
+    data["hidden"] = small_hidden
     data["tokens"] = None
     data["schedule"] = {"variant": data["schedule"]["variant"]}
-    data["op"] = [REGISTRY[op["kind"]].small_variant(op, SEED_SMALL["hidden"]) for op in data["op"]]
+    data["op"] = [REGISTRY[op["kind"]].small_variant(op, small, full) for op in data["op"]]
     return KernelSpec.model_validate(data)

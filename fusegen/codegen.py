@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Constant, Layout, Scratch, exchange_buffer, partial_buffers
+from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
 STREAM_GRID = "_grid"
 # The module-level name of the row's width (kernel.py binds it); fragments write it where they use the width.
 HIDDEN = "HIDDEN"
+# The module-level names of a head's width and of a norm's column range [NORM_START, NORM_END), bound by
+# the stages that use them (model.Constant); a per-column input that repeats per head or covers that
+# range only (model.Tensor.period, first_column) is indexed through them.
+HEAD_DIM = "HEAD_DIM"
+NORM_START, NORM_END = "NORM_START", "NORM_END"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 
@@ -114,18 +119,34 @@ class KernelFrame:
             if t.per_token_row:
                 lines += self.staged_row_param(t.param, t.shape[1].size, t.index)
             elif t.per_column:
-                lines += self.staged_column_param(t.param, t.offset)
+                lines += self.staged_column_param(t)
         return lines
 
-    def staged_column_param(self, param: str, offset: float = 0.0) -> list[str]:
+    def _column_load(self, tensor: Tensor, col: str) -> tuple[str, str | None]:
+        """(the load of `tensor`'s value for row column `col`, the condition under which the column has
+        one, or None where every column of the row does)."""
+        if tensor.period:
+            at, valid = f"{col} % {HEAD_DIM}", None
+        elif tensor.first_column or tensor.shape[0].size != self.hidden:
+            at, valid = f"{col} - {NORM_START}" if tensor.first_column else col, column_range(col)
+        else:
+            at, valid = col, None
+        if self.layout.pads_columns and valid is None:
+            valid = f"{col} < {HIDDEN}"
+        return f"{tensor.param}[{at}]", valid
+
+    def staged_column_param(self, tensor: Tensor) -> list[str]:
         """Prologue: a per-column parameter into registers, each thread holding exactly the columns it
         holds of every row (the padded row is a whole number of threads·vector tiles, so the row's
-        thread mapping does not depend on the row). Padding columns get 0. An `offset` (Tensor.offset)
-        is added here, once per block rather than once per row (the plan stages it in float32)."""
-        name, cols = self.staged(param), self.columns
-        load = self.float_with_offset(f"{param}[j]", offset) if offset else f"{param}[j]"
-        if self.layout.pads_columns:
-            load = f"T.if_then_else(j < {HIDDEN}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
+        thread mapping does not depend on the row). Columns without a value (padding, outside a norm's
+        range) get 0. An offset (Tensor.offset) is added here, once per block rather than once per row
+        (the plan stages it in float32)."""
+        name, cols = self.staged(tensor.param), self.columns
+        load, valid = self._column_load(tensor, "j")
+        if tensor.offset:
+            load = self.float_with_offset(load, tensor.offset)
+        if valid:
+            load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
         return [
             self.alloc(name),
             # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
@@ -247,13 +268,13 @@ class KernelFrame:
     def float_with_offset(value: str, offset: float) -> str:
         return f'(T.cast({value}, "float32") + {literal(offset)})'
 
-    def column_param(self, param: str, col: str = "j") -> str:
-        """A per-column parameter (weight, bias) as float32, zero on padding columns."""
+    def column_param(self, tensor: Tensor, col: str = "j") -> str:
+        """A per-column parameter (weight, bias) at row column `col`, zero on columns without a value
+        (padding, outside a norm's range); float32 where it is guarded."""
         if self.prefetch:
-            return f"{self.staged(param)}[{col}]"
-        if self.layout.pads_columns:
-            return f'T.if_then_else({col} < {HIDDEN}, T.cast({param}[{col}], "float32"), 0.0)'
-        return f"{param}[{col}]"
+            return f"{self.staged(tensor.param)}[{col}]"
+        load, valid = self._column_load(tensor, col)
+        return f'T.if_then_else({valid}, T.cast({load}, "float32"), 0.0)' if valid else load
 
     def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:
         """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
@@ -269,6 +290,17 @@ class KernelFrame:
             return f"T.if_then_else({self.token(i)} < {self.tokens}, {load}, 0.0)"
         return load
 
+    def store_per_head(self, param: str, fragment: str, heads: int) -> list[str]:
+        """Writes one float per row and head (a per-head rstd) from a (block_m, padded heads) fragment;
+        the padding's heads and rows past the last token are not stored."""
+        padded_heads = self.planned(fragment).shape[1]
+        conditions = [f"{self.token()} < {self.tokens}"] if self.rows_may_overhang else []
+        conditions += [f"h < {heads}"] if padded_heads > heads else []
+        return [
+            f"for i, h in T.Parallel({self.bm}, {padded_heads}):",
+            *guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[i, h]"),
+        ]
+
     def store_per_row(self, param: str, value: str, trailing_index: str = "") -> list[str]:
         """Writes one float per row (mean, rstd, a per-token scale) from a (block_m,) fragment."""
         target = f"{param}[{self.token()}{trailing_index}]"
@@ -277,6 +309,24 @@ class KernelFrame:
         return [f"for i in T.Parallel({self.bm}):", f"    {target} = {value}"]
 
 
+def guarded(conditions: list[str], statement: str) -> list[str]:
+    """`statement` under `if` for the conditions that apply (none: unguarded), indented by 4 in a loop."""
+    if not conditions:
+        return [f"    {statement}"]
+    return [f"    if {' and '.join(conditions)}:", f"        {statement}"]
+
+
 def indent(lines: list[str], spaces: int) -> list[str]:
     pad = " " * spaces
     return [pad + line if line else line for line in lines]
+
+
+def column_range(col: str = "j") -> str:
+    """Whether row column `col` lies in a norm's range [NORM_START, NORM_END)."""
+    return all_of([f"{NORM_START} <= {col}", f"{col} < {NORM_END}"])
+
+
+def all_of(conditions: list[str]) -> str:
+    """The conjunction of TileLang conditions (T.And takes two)."""
+    first, *rest = conditions
+    return f"T.And({first}, {all_of(rest)})" if rest else first

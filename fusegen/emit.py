@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .codegen import STREAM_GRID, KernelFrame, constant_line, escaped, indent, string_literal
-from .model import DTYPE_BYTES, TORCH_DTYPE, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
+from .model import DTYPE_BYTES, TORCH_DTYPE, Constant, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
 from .plan import plan_as_dict, staged_inputs
 from .schedule import joint_span
@@ -212,6 +212,14 @@ def _grid(plan: Plan, s: Schedule) -> str:
     return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 
 
+def _constants(plan: Plan) -> list[Constant]:
+    """Each stage's named constants, once: ops of one chain may share one (HEAD_DIM), at one value."""
+    bound: dict[str, Constant] = {}
+    for constant in (c for stage in plan.stages for c in stage.constants):
+        assert bound.setdefault(constant.name, constant).value == constant.value, f"{constant.name} bound to two values"
+    return list(bound.values())
+
+
 def kernel_module(plan: Plan) -> str:
     args = ", ".join(t.arg for t in plan.inputs)
     routes = ", ".join(f"({r.first_tokens}, {r.last_tokens}, program_{k})" for r, k in zip(plan.routes, plan.program_of_route))
@@ -229,7 +237,7 @@ def kernel_module(plan: Plan) -> str:
         f"NAME = {string_literal(plan.name)}",
         f"IDENTITY = {string_literal(plan.identity)}",
         f"HIDDEN = {plan.hidden}",
-        *(constant_line(c) for stage in plan.stages for c in stage.constants),
+        *(constant_line(c) for c in _constants(plan)),
         f"TOKENS = {plan.tokens}",
         f"TARGET = {TARGET!r}",
         f"INPUTS = ({', '.join(_tensor_spec(t, bounds.get(t.param)) for t in plan.inputs)},)",

@@ -64,6 +64,12 @@ class Tensor:
     # A table (rows, width) read at one row per token, the row that the (M,) int64 input of this param
     # names (RoPE's cos_sin_cache at each token's position); None: read whole or per token as shaped.
     index: str | None = None
+    # How a per-column input of `shape[0].size` values lines up with the row's columns. `period`: it
+    # repeats every `period` columns, column j reads value j % period (a per-head weight). Otherwise
+    # column j reads value j − first_column, for the columns [first_column, first_column + size) only
+    # (a norm over a column range); 0 and the full width: one value per column.
+    period: int | None = None
+    first_column: int = 0
 
     @property
     def per_token_row(self) -> bool:

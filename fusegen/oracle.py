@@ -18,7 +18,7 @@ def run_chain(spec: dict, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Te
         step = REGISTRY[op["kind"]]
         if not step.transforms_row:
             outputs.setdefault("y", v)
-        v, extra = step.oracle_step(v, op, inputs)
+        v, extra = step.oracle_step(v, op, inputs, spec.get("head_dim"))
         outputs.update(extra)
     outputs.setdefault("y", v)
     return outputs

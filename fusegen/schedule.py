@@ -11,7 +11,7 @@ from dataclasses import replace
 from .errors import ChainError
 from .model import DTYPE_BYTES, HOPPER_SMS, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
-from .spec import MAX_TOKENS, KernelSpec
+from .spec import MAX_TOKENS, KernelSpec, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
 THREAD_CHOICES = tuple(range(32, 1025, 32))
@@ -58,6 +58,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden
+    context = chain_context(spec)
     candidates = []
     for threads in (threads_hint,) if threads_hint else thread_counts(spec):
         vector = 16 // elem
@@ -74,7 +75,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             per_thread = block_m * padded // threads
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
-            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, n, vector, threads) for op in spec.op)
+            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads) for op in spec.op)
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
@@ -326,25 +327,25 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
             raise ChainError(f"schedule.{key}", f'only applies to variant = "stream", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:
         raise ChainError("schedule.block_m", f'variant "stream" takes one row per step: block_m must be "auto" or 1, got {block_m}')
-    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op) for op in spec.op))
+    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     if variant in ("naive", "splitk"):
-        supported = len(spec.op) == 1 and variant in REGISTRY[spec.op[0].kind].whole_kernel_variants
+        supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:
             able = sorted(op.kind for op in REGISTRY.values() if variant in op.whole_kernel_variants)
             raise ChainError(
                 "schedule.variant",
-                f'"{variant}" is a whole-kernel variant for a chain of one {" or ".join(able)} op; this chain '
-                f'({" → ".join(op.kind for op in spec.op)}) needs "fragment" or "auto"',
+                f'"{variant}" is a whole-kernel variant for a chain of one {" or ".join(able)} op over whole rows; this '
+                f'chain ({" → ".join(op.kind for op in spec.op)}) needs "fragment" or "auto"',
             )
         if variant == "splitk":
             return _splitk_schedule(spec, block_m, threads, hints.blk_k)
     try:
         schedule = _row_schedule(spec, block_m, threads, multiple)
     except ChainError:
-        if variant == "auto" and len(spec.op) == 1 and "splitk" in REGISTRY[spec.op[0].kind].whole_kernel_variants:
+        if variant == "auto" and len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], "splitk"):
             return _splitk_schedule(spec, block_m, threads, "auto")
         raise
     if variant == "naive":

@@ -34,6 +34,10 @@ MAX_TOKENS = 2**31 - 1
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at most 64 characters, not a Python keyword"
 MAX_SPEC_BYTES = 64 * 1024
+# A head is a whole number of 16-byte fp16 vectors, so no vector of the row straddles two heads (every
+# model's head is: 64, 80, 96, 128, 192, 256, 576).
+HEAD_DIM_MULTIPLE = 8
+HEAD_DIM_RULE = f"a multiple of {HEAD_DIM_MULTIPLE} that divides hidden"
 
 
 # Flags whose default depends on the chain (ops.OutputDecl.default): unset (None) until KernelSpec.requests
@@ -124,6 +128,15 @@ class KernelSpec(Strict):
     )
     dtype: Literal["float16", "bfloat16", "float32"] = Field(json_schema_extra=described("Activations, weight, bias and Y."))
     hidden: int = Field(ge=MIN_HIDDEN, le=MAX_HIDDEN, json_schema_extra=described("The row width N (static)."))
+    head_dim: int | None = Field(
+        **added_key(None),
+        ge=HEAD_DIM_MULTIPLE,
+        le=MAX_HIDDEN,
+        description=HEAD_DIM_RULE,
+        json_schema_extra=described(
+            f"The row is heads × head_dim ({HEAD_DIM_RULE}): norms with over = 'head' and RoPE work inside every head."
+        ),
+    )
     tokens: int | None = Field(
         default=None, ge=1, le=MAX_TOKENS, json_schema_extra=described("Pins the token count M; without it M is dynamic.")
     )
@@ -179,6 +192,8 @@ def _name_problem(name: str) -> str:
 def check_chain(spec: KernelSpec) -> None:
     """Cross-field rules pydantic cannot express per field."""
     check_name(spec.name)
+    if spec.head_dim is not None and (spec.head_dim % HEAD_DIM_MULTIPLE or spec.hidden % spec.head_dim):
+        raise ChainError("head_dim", f"must be {HEAD_DIM_RULE} = {spec.hidden}, got {spec.head_dim}")
     seen = -1
     for index, op in enumerate(spec.op):
         order = REGISTRY[op.kind].place.order
@@ -217,6 +232,7 @@ def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContex
         hidden=spec.hidden,
         outputs={"y": spec.writes_y, **{flag: spec.requests(flag) for flag in output_flags()}},
         layout=layout,
+        head_dim=spec.head_dim,
     )
 
 

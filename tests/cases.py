@@ -19,8 +19,10 @@ def quant(group="token", **kw):
     return {"kind": "quant_fp8", "group_size": group, **kw}
 
 
-def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None, tokens=None):
+def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None, tokens=None, head_dim=None):
     spec = {"dtype": dtype, "hidden": hidden, "op": ops, "tokens": tokens}
+    if head_dim:
+        spec["head_dim"] = head_dim
     if outputs:
         spec["outputs"] = outputs
     if schedule:
@@ -337,7 +339,55 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # Per-head norms and RoPE, column ranges (issue 14).
+    "qk_norm_rope_shuffle": case(
+        "per-head RMSNorm (rstd per head) + whole-head neox RoPE from the cache by warp shuffle",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=4096)],
+        head_dim=128,
+        outputs={"rstd": True},
+    ),
+    "qk_norm_gemma_256": case(
+        "per-head RMSNorm with weight_offset 1 over 256-wide heads, RoPE of the whole head",
+        [{"kind": "rmsnorm", "over": "head", "weight_offset": 1.0}, rope(256)],
+        hidden=2048,
+        head_dim=256,
+    ),
+    "ln_head_partial_gptj_group": case(
+        "per-head LayerNorm (mean, rstd per head), partial gptj RoPE at each head's start, group quant",
+        [{"kind": "layernorm", "over": "head"}, rope(32, style="gptj", span="head"), quant(64)],
+        "float16",
+        hidden=1024,
+        head_dim=64,
+        outputs={"mean": True, "rstd": True},
+    ),
+    "head_norm_padded_block_m": case(
+        "per-head norm on a padded row (640 = 10 heads of 64) with 4 rows per block",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64)],
+        hidden=640,
+        head_dim=64,
+        outputs={"rstd": True},
+        schedule={"block_m": 4},
+    ),
+    "mla_kv_a": case(
+        "RMSNorm over columns [0, 512) of 576, gptj RoPE on the last 64 from the cache (DeepSeek MLA kv_a)",
+        [{"kind": "rmsnorm", "columns": [0, 512]}, rope(64, style="gptj", source="cache", max_position=8192)],
+        hidden=576,
+        outputs={"rstd": True},
+    ),
+    "mla_q_b_heads_192": case(
+        "gptj RoPE on the last 64 of every 192-wide head (heads do not tile the threads' columns)",
+        [rope(64, style="gptj", source="cache", max_position=8192)],
+        hidden=3072,
+        head_dim=192,
+    ),
+    "ln_columns_quant": case(
+        "LayerNorm over a column range in the middle, per-token quant of the whole row",
+        [{"kind": "layernorm", "columns": [256, 3840]}, quant()],
+        "float32",
+        outputs={"mean": True, "rstd": True},
+    ),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

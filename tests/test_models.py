@@ -20,7 +20,8 @@ MODELS = sorted((Path(__file__).resolve().parent.parent / "specs" / "models").gl
 
 def test_the_library_holds_the_models():
     held = {path.stem for path in MODELS}
-    assert {"llama-3.1-8b", "deepseek-v3", "gemma-3-12b"} <= held, held
+    assert {"llama-3.1-8b", "deepseek-v3", "gemma-3-12b", "qwen3-8b-q", "qwen3-8b-k", "gemma-3-12b-q"} <= held, held
+    assert {"deepseek-v3-mla-kv-a", "deepseek-v3-mla-q-b"} <= held, held
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)

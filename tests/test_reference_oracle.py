@@ -80,6 +80,57 @@ EXTRA_SPECS = [
         ],
     },
 ]
+# Heads and column ranges: per-head norms with whole-head and partial RoPE, a norm over a column range
+# beside a RoPE outside it (DeepSeek MLA's kv_a), per-head RoPE alone (its q_b).
+EXTRA_SPECS += [
+    {
+        "name": "qk_norm_cache",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "head_dim": 128,
+        "op": [
+            {"kind": "rmsnorm", "over": "head", "weight_offset": 1.0},
+            {"kind": "rope", "rope_dim": 128, "source": "cache", "max_position": 64},
+        ],
+        "outputs": {"rstd": True},
+    },
+    {
+        "name": "ln_head_partial_gptj_group",
+        "dtype": "float16",
+        "hidden": 640,
+        "head_dim": 64,
+        "op": [
+            {"kind": "layernorm", "over": "head"},
+            {"kind": "rope", "rope_dim": 32, "style": "gptj", "span": "head"},
+            {"kind": "quant_fp8", "group_size": 64},
+        ],
+        "outputs": {"mean": True, "rstd": True},
+    },
+    {
+        "name": "mla_kv_a",
+        "dtype": "bfloat16",
+        "hidden": 576,
+        "op": [
+            {"kind": "rmsnorm", "columns": [0, 512]},
+            {"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 100},
+        ],
+        "outputs": {"rstd": True},
+    },
+    {
+        "name": "ln_columns_quant",
+        "dtype": "float32",
+        "hidden": 1024,
+        "op": [{"kind": "layernorm", "columns": [256, 1000]}, {"kind": "quant_fp8", "group_size": "token"}],
+        "outputs": {"mean": True},
+    },
+    {
+        "name": "mla_q_b_rope",
+        "dtype": "bfloat16",
+        "hidden": 576,
+        "head_dim": 192,
+        "op": [{"kind": "rope", "rope_dim": 64, "style": "gptj"}],
+    },
+]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
 Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
@@ -100,7 +151,9 @@ def outputs_asked_for(spec: dict, tokens: int) -> dict[str, tuple[tuple[int, ...
     if writes_y is None:  # the default: Y whenever an op changes the row
         writes_y = any(op["kind"] in ROW_CHANGING_OPS for op in spec["op"])
     asked = {"y": ((tokens, hidden), getattr(torch, spec["dtype"]))} if writes_y else {}
-    asked |= {stat: ((tokens,), torch.float32) for stat in ("mean", "rstd") if flags.get(stat)}
+    per_norm = next((op for op in spec["op"] if op["kind"] in ("rmsnorm", "layernorm")), {})
+    stat_shape = (tokens, hidden // spec["head_dim"]) if per_norm.get("over") == "head" else (tokens,)
+    asked |= {stat: (stat_shape, torch.float32) for stat in ("mean", "rstd") if flags.get(stat)}
     if any(op["kind"] == "add_residual" for op in spec["op"]) and flags.get("residual") is not False:
         asked["residual_out"] = ((tokens, hidden), getattr(torch, spec["dtype"]))
     for op in (op for op in spec["op"] if op["kind"] == "quant_fp8"):

@@ -82,6 +82,11 @@ class ChainContext:
     hidden: int
     outputs: Mapping[str, bool]  # output flag -> requested
     layout: Layout | None = None  # how a block covers its rows; None while the spec is only validated
+    head_dim: int | None = None  # the row is heads × head_dim (the spec's top-level key), or one row
+
+    @property
+    def heads(self) -> int:
+        return self.hidden // self.head_dim if self.head_dim else 1
 
     @property
     def block_m(self) -> int:
@@ -202,21 +207,26 @@ class Op(ABC, Generic[S]):
         """The buffers of a whole-kernel variant (naive, splitk) beyond the stage's own scratch."""
         return ()
 
-    def columns_multiple_of(self, op: S) -> int:
+    def columns_multiple_of(self, op: S, ctx: ChainContext) -> int:
         """The padded row must be a multiple of this."""
         return 1
 
-    def accepts_layout(self, op: S, hidden: int, vector: int, threads: int) -> bool:
+    def accepts_layout(self, op: S, ctx: ChainContext, vector: int, threads: int) -> bool:
         """Whether the op's fragment works on this row layout."""
         return True
 
+    def offers_variant(self, op: S, variant: str) -> bool:
+        """Whether this instance of the op runs as the whole-kernel `variant` (whole_kernel_variants)."""
+        return variant in self.whole_kernel_variants
+
     @abstractmethod
     def oracle_step(
-        self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor]
+        self, v: torch.Tensor, op: dict[str, Any], inputs: Mapping[str, torch.Tensor], head_dim: int | None
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The float64 oracle (oracle.py): the README's formula for this op (Numerics), written with
         explicit index arithmetic, not the reference's tensor idioms. `op`: the op's validated spec as
-        JSON data. Returns the row handed on and the op's outputs (with anything a tolerance needs)."""
+        JSON data; `head_dim`: the spec's. Returns the row handed on and the op's outputs (with anything
+        a tolerance needs)."""
 
     def sample_inputs(self, op: dict[str, Any], shapes: Mapping[str, tuple[int, ...]], draw: Draw) -> dict[str, torch.Tensor]:
         """Fresh float32 values of this op's inputs (`shapes`: of every kernel input, by name)."""
@@ -226,8 +236,8 @@ class Op(ABC, Generic[S]):
         """What the CUDA compiled from this op's fragment must show (cuda_checks.py has the generic ones)."""
         return []
 
-    def small_variant(self, op: dict[str, Any], hidden: int) -> dict[str, Any]:
-        """The op's spec for the seed's small shape (hidden = `hidden`)."""
+    def small_variant(self, op: dict[str, Any], small: ChainContext, full: ChainContext) -> dict[str, Any]:
+        """The op's spec for the seed's small shape (`small`: its hidden and head_dim; `full`: the spec's)."""
         return op
 
 

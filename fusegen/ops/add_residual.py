@@ -122,7 +122,7 @@ class AddResidual(Op[AddResidualSpec]):
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
 
-    def oracle_step(self, v, op, inputs):
+    def oracle_step(self, v, op, inputs, head_dim):
         # float64 holds the sum of two activations exactly (or within far less than half an ulp of the
         # dtype), so one rounding to the dtype is the correctly rounded sum.
         stream = (v + inputs["residual"].double()).to(inputs["residual"].dtype)

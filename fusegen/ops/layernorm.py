@@ -8,11 +8,12 @@ from pydantic import Field
 
 from ..codegen import HIDDEN, KernelFrame, literal
 from ..cuda_checks import Check, fragment_vector_store
-from ..model import Constant, Dim, Reduction, Schedule, Scratch, Stage, Tensor
-from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, register
+from ..model import Constant, Reduction, Schedule, Scratch, Stage
+from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, norm, register
+from .norm import NORM_KEYS, Extent, oracle_extent
 from .rmsnorm import EPS_FIELD, EPS_RANGE, RSTD, STAT, rstd_tensor, sample_weight, weight_tensor
 
-MEAN = OutputDecl("mean", "mean", "Write LayerNorm's row mean, float32 (M,).", STAT)
+MEAN = OutputDecl("mean", "mean", "Write LayerNorm's mean, float32 (M,), or (M, heads) with over = 'head'.", STAT)
 
 
 class LayerNormSpec(OpSpec):
@@ -20,91 +21,118 @@ class LayerNormSpec(OpSpec):
     eps: float = Field(default=1e-5, **EPS_FIELD, json_schema_extra=described(f"Added to the variance under the square root: {EPS_RANGE}."))
     weight: bool = Field(default=True, json_schema_extra=described("Multiply by a weight (hidden,) of the activation dtype."))
     bias: bool = Field(default=True, json_schema_extra=described("Add a bias (hidden,) of the activation dtype."))
+    over: norm.OverKey = norm.over_field()
+    columns: list[int] | None = norm.columns_field()
+
+
+def check(op: LayerNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    return norm.check(op, ctx)
 
 
 def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
+    extent = Extent.of(op, ctx)
     inputs = []
     if op.weight:
-        inputs.append(weight_tensor(ctx.dtype, ctx.hidden))
+        inputs.append(weight_tensor(extent, ctx.dtype, ctx.hidden))
     if op.bias:
-        inputs.append(Tensor("Bias", "bias", ctx.dtype, (Dim(size=ctx.hidden),), "input", "per-column shift b"))
+        inputs.append(extent.per_column("Bias", "bias", ctx.dtype, ctx.hidden, "per-column shift b"))
     outputs = []
     if ctx.outputs.get("mean"):
-        outputs.append(Tensor("Mean", "mean", "float32", (Dim(tokens=True),), "output", "row mean"))
+        outputs.append(extent.statistic("Mean", "mean", "mean"))
     if ctx.outputs.get("rstd"):
-        outputs.append(rstd_tensor())
-    shape = (ctx.block_m, ctx.padded_hidden)
+        outputs.append(rstd_tensor(extent))
+    stat = extent.stat_shape(ctx.block_m)
+    of = "head" if extent.over == "head" else "row"
     return Stage(
         index=index,
         kind="layernorm",
-        summary=f"LayerNorm(eps={op.eps!r}, weight={op.weight}, bias={op.bias})",
+        summary=f"LayerNorm(eps={op.eps!r}, weight={op.weight}, bias={op.bias}{extent.summary()})",
         params={
             "eps": op.eps,
             "weight": op.weight,
             "bias": op.bias,
             "writes_mean": ctx.outputs.get("mean", False),
             "writes_rstd": ctx.outputs.get("rstd", False),
-        },
+        }
+        | extent.params(),
         inputs=tuple(inputs),
         outputs=tuple(outputs),
         scratch=(
-            Scratch("centered_sq", "fragment", shape, "float32", "(x − mean)² per column before the variance sum"),
-            Scratch("mean", "fragment", (ctx.block_m,), "float32", "row mean, replicated across the row's threads"),
-            Scratch("rstd", "fragment", (ctx.block_m,), "float32", "reciprocal standard deviation per row"),
+            Scratch(
+                "centered_sq", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "(x − mean)² per column before the variance sum"
+            ),
+            Scratch("mean", "fragment", stat, "float32", f"{of} mean, replicated across the {of}'s threads"),
+            Scratch("rstd", "fragment", stat, "float32", f"reciprocal standard deviation per {of}"),
         ),
         reductions=(
-            Reduction("row sum", "sum", "row", "mean", "row", partials="row_sum"),
-            Reduction("centered sum of squares", "sum", "centered_sq", "rstd", "row", partials="centered_sum"),
+            Reduction(
+                f"{of} sum",
+                "sum",
+                "centered_sq" if extent.over == "columns" else "row",
+                "mean",
+                extent.axis(),
+                partials=extent.partials("row_sum"),
+            ),
+            Reduction("centered sum of squares", "sum", "centered_sq", "rstd", extent.axis(), partials=extent.partials("centered_sum")),
         ),
         decisions=(
             "variance from the centred values held in registers (two reductions, one read of x): exact where "
             "E[x²] − mean² would cancel catastrophically for rows with a large mean",
         ),
-        constants=(Constant("EPS", op.eps, "LayerNorm: added to the variance under the square root"),),
+        constants=(Constant("EPS", op.eps, "LayerNorm: added to the variance under the square root"), *extent.constants("LayerNorm")),
     )
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    bm, cols = frame.bm, frame.columns
-    centered = "row[i, j] - mean[i]"
-    if frame.layout.pads_columns:
-        # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance.
-        centered = f"T.if_then_else(j < {HIDDEN}, row[i, j] - mean[i], 0.0)"
-    affine = "row[i, j] * rstd[i]"
-    if stage.params["weight"]:
-        affine += f" * {frame.column_param('Weight')}"
-    if stage.params["bias"]:
-        affine += f" + {frame.column_param('Bias')}"
-    lines = [
-        frame.alloc("centered_sq"),
-        frame.alloc("mean"),
-        frame.alloc("rstd"),
-        *frame.row_reduce("row", "mean", "sum", "row_sum"),
-        f"for i in T.Parallel({bm}):",
-        f"    mean[i] = mean[i] / {HIDDEN}",
+    extent = Extent.read(stage.params)
+    bm, cols, at = frame.bm, frame.columns, extent.at_column
+    centered = f"row[i, j] - mean[{at}]"
+    if frame.layout.pads_columns and extent.over == "row":
+        # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance. (Padding is whole
+        # heads, each of mean 0; a column range ends inside the row.)
+        centered = f"T.if_then_else(j < {HIDDEN}, {centered}, 0.0)"
+    affine = f"row[i, j] * rstd[{at}]"
+    for tensor in stage.inputs:
+        affine += f" * {frame.column_param(tensor)}" if tensor.arg == "weight" else f" + {frame.column_param(tensor)}"
+    each, at_stat = extent.each_statistic(frame)
+    lines = [frame.alloc("centered_sq"), frame.alloc("mean"), frame.alloc("rstd")]
+    if extent.over == "columns":
+        # The columns outside the range must not reach the sums: the mean's terms are masked into
+        # centered_sq first, which the variance's terms overwrite.
+        lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    centered_sq[i, j] = {extent.masked('row[i, j]')}"]
+        lines += extent.reduce(frame, "centered_sq", "mean", "row_sum")
+    else:
+        lines += extent.reduce(frame, "row", "mean", "row_sum")
+    lines += [
+        each,
+        f"    mean[{at_stat}] = mean[{at_stat}] / {extent.count}",
         f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    row[i, j] = {centered}",
+        f"    row[i, j] = {extent.only_inside(centered)}",
         f"for i, j in T.Parallel({bm}, {cols}):",
-        "    centered_sq[i, j] = row[i, j] * row[i, j]",
-        *frame.row_reduce("centered_sq", "rstd", "sum", "centered_sum"),
-        f"for i in T.Parallel({bm}):",
-        f"    rstd[i] = T.rsqrt(rstd[i] / {HIDDEN} + EPS)",
+        f"    centered_sq[i, j] = {extent.masked('row[i, j] * row[i, j]')}",
+        *extent.reduce(frame, "centered_sq", "rstd", "centered_sum"),
+        each,
+        f"    rstd[{at_stat}] = T.rsqrt(rstd[{at_stat}] / {extent.count} + EPS)",
     ]
     if stage.params["writes_mean"]:
-        lines += frame.store_per_row("Mean", "mean[i]")
+        lines += extent.store(frame, "Mean", "mean")
     if stage.params["writes_rstd"]:
-        lines += frame.store_per_row("Rstd", "rstd[i]")
-    lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    row[i, j] = {affine}"]
+        lines += extent.store(frame, "Rstd", "rstd")
+    lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    row[i, j] = {extent.only_inside(affine)}"]
     return lines
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
     p = stage.params
+    extent = Extent.read(p)
+    part = extent.reference_part
     lines = [
-        "mean = v.mean(dim=-1, keepdim=True)",
-        "centered = v - mean",
+        *extent.reference_split(),
+        f"mean = {part}.mean(dim=-1, keepdim=True)",
+        f"centered = {part} - mean",
         f"rstd = torch.rsqrt(centered.square().mean(dim=-1, keepdim=True) + {literal(p['eps'])})",
-        "v = centered * rstd" + (" * weight.float()" if p["weight"] else "") + (" + bias.float()" if p["bias"] else ""),
+        f"{part} = centered * rstd" + (" * weight.float()" if p["weight"] else "") + (" + bias.float()" if p["bias"] else ""),
+        *extent.reference_join(),
     ]
     if p["writes_mean"]:
         lines.append('out["mean"] = mean.squeeze(-1)')
@@ -119,22 +147,38 @@ class LayerNorm(Op[LayerNormSpec]):
     place = NORMALIZE
     transforms_row = True
     outputs = (MEAN, RSTD)
-    readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-5), `weight`, `bias` (default true)"
+    readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-5), `weight`, `bias` (default true), " + NORM_KEYS
+    check = staticmethod(check)
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
 
-    def oracle_step(self, v, op, inputs):
-        n = v.shape[1]
-        mean = v.sum(dim=1, keepdim=True) / n
-        var = ((v - mean) ** 2).sum(dim=1, keepdim=True) / n
-        rstd = 1.0 / (var + op["eps"]).sqrt()
-        out = (v - mean) * rstd
-        if op["weight"]:
-            out = out * inputs["weight"].double()
-        if op["bias"]:
-            out = out + inputs["bias"].double()
-        return out, {"mean": mean[:, 0], "rstd": rstd[:, 0]}
+    def oracle_step(self, v, op, inputs, head_dim):
+        import torch
+
+        extent = oracle_extent(op, v.shape[1], head_dim)
+        out, means, rstds = v.clone(), [], []
+        for first, width in extent.segments(v.shape[1]):
+            x = v[:, first : first + width]
+            mean = x.sum(dim=1, keepdim=True) / width
+            var = ((x - mean) ** 2).sum(dim=1, keepdim=True) / width
+            rstd = 1.0 / (var + op["eps"]).sqrt()
+            normed = (x - mean) * rstd
+            if op["weight"]:
+                normed = normed * inputs["weight"].double()
+            if op["bias"]:
+                normed = normed + inputs["bias"].double()
+            out[:, first : first + width] = normed
+            means.append(mean)
+            rstds.append(rstd)
+        return out, {"mean": extent.oracle_statistic(torch.cat(means, dim=1)), "rstd": extent.oracle_statistic(torch.cat(rstds, dim=1))}
+
+    def columns_multiple_of(self, op, ctx):
+        # A per-head reduction reshapes the padded row into whole heads.
+        return ctx.head_dim if op.over == "head" else 1
+
+    def small_variant(self, op, small, full):
+        return norm.small_variant(op, small, full)
 
     def sample_inputs(self, op, shapes, draw):
         drawn = {}

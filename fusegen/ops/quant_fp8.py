@@ -398,10 +398,10 @@ class QuantFP8(Op[QuantFP8Spec]):
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
 
-    def columns_multiple_of(self, op: QuantFP8Spec) -> int:
+    def columns_multiple_of(self, op: QuantFP8Spec, ctx: ChainContext) -> int:
         return 1 if op.group_size == "token" else op.group_size
 
-    def oracle_step(self, v, op, inputs):
+    def oracle_step(self, v, op, inputs, head_dim):
         m, n = v.shape
         g = n if op["group_size"] == "token" else op["group_size"]
         fp8_max = FP8_MAX[op["fp8"]]
@@ -422,10 +422,10 @@ class QuantFP8(Op[QuantFP8Spec]):
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
         return check_cuda(source, schedule)
 
-    def small_variant(self, op, hidden):
+    def small_variant(self, op, small, full):
         if op["group_size"] == "token":
             return op
-        fitting = math.gcd(op["group_size"], hidden)
+        fitting = math.gcd(op["group_size"], small.hidden)
         return {**op, "group_size": fitting if fitting >= MIN_GROUP else "token"}
 
 

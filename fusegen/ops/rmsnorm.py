@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..codegen import HIDDEN, KernelFrame, literal, string_literal
 from ..cuda_checks import Check, fragment_vector_store
-from ..model import Constant, Dim, Layout, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Layout, Reduction, Schedule, Scratch, Stage, Tensor
 from ..tolerance import Close
 from . import (
     FLOAT32_MIN_NORMAL,
@@ -21,8 +21,10 @@ from . import (
     added_key,
     described,
     kind_field,
+    norm,
     register,
 )
+from .norm import NORM_KEYS, Extent, oracle_extent
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
@@ -52,9 +54,13 @@ class RMSNormSpec(OpSpec):
             f"Scale by weight_offset + w instead of w (Gemma: 1.0), in float32; needs weight = true: {WEIGHT_OFFSET_RANGE}."
         ),
     )
+    over: norm.OverKey = norm.over_field()
+    columns: list[int] | None = norm.columns_field()
 
 
 def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
+    if problems := norm.check(op, ctx):
+        return problems
     if op.weight_offset and abs(op.weight_offset) < FLOAT32_MIN_NORMAL:
         return [("weight_offset", f"must be {WEIGHT_OFFSET_RANGE}: a smaller offset is 0 in float32, got {op.weight_offset!r}")]
     if op.weight_offset and not op.weight:
@@ -69,12 +75,12 @@ def check(op: RMSNormSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     return []
 
 
-def weight_tensor(dtype: str, hidden: int, offset: float = 0.0) -> Tensor:
-    return Tensor("Weight", "weight", dtype, (Dim(size=hidden),), "input", "per-column scale w", offset=offset)
+def weight_tensor(extent: Extent, dtype: str, hidden: int, offset: float = 0.0) -> Tensor:
+    return extent.per_column("Weight", "weight", dtype, hidden, "per-column scale w", offset)
 
 
-def rstd_tensor() -> Tensor:
-    return Tensor("Rstd", "rstd", "float32", (Dim(tokens=True),), "output", "1/sqrt(var + eps) per row")
+def rstd_tensor(extent: Extent) -> Tensor:
+    return extent.statistic("Rstd", "rstd", "1/sqrt(var + eps)")
 
 
 # A norm's statistics (mean, rstd) are fp32 values of the same loaded inputs in kernel and reference:
@@ -83,7 +89,7 @@ STAT = Close(
     {"float16": (1e-4, 1e-4), "bfloat16": (1e-4, 1e-4), "float32": (1e-4, 1e-4)},
     "fp32 statistics of the same loaded values: reduction-order differences only",
 )
-RSTD = OutputDecl("rstd", "rstd", "Write the norm's 1/sqrt(var + eps), float32 (M,).", STAT)
+RSTD = OutputDecl("rstd", "rstd", "Write the norm's 1/sqrt(var + eps), float32 (M,), or (M, heads) with over = 'head'.", STAT)
 
 
 def sample_weight(draw, shape: tuple[int, ...], offset: float = 0.0):
@@ -93,21 +99,29 @@ def sample_weight(draw, shape: tuple[int, ...], offset: float = 0.0):
 
 
 def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
-    inputs = (weight_tensor(ctx.dtype, ctx.hidden, op.weight_offset),) if op.weight else ()
-    outputs = (rstd_tensor(),) if ctx.outputs.get("rstd") else ()
+    extent = Extent.of(op, ctx)
+    inputs = (weight_tensor(extent, ctx.dtype, ctx.hidden, op.weight_offset),) if op.weight else ()
+    outputs = (rstd_tensor(extent),) if ctx.outputs.get("rstd") else ()
+    offset = f", weight_offset={op.weight_offset!r}" if op.weight_offset else ""
     return Stage(
         index=index,
         kind="rmsnorm",
-        summary=f"RMSNorm(eps={op.eps!r}, weight={op.weight}" + (f", weight_offset={op.weight_offset!r})" if op.weight_offset else ")"),
-        params={"eps": op.eps, "weight": op.weight, "weight_offset": op.weight_offset, "writes_rstd": bool(outputs)},
+        summary=f"RMSNorm(eps={op.eps!r}, weight={op.weight}{offset}{extent.summary()})",
+        params={"eps": op.eps, "weight": op.weight, "weight_offset": op.weight_offset, "writes_rstd": bool(outputs)} | extent.params(),
         inputs=inputs,
         outputs=outputs,
         scratch=(
-            Scratch("sumsq_terms", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "x² per column before the row sum"),
-            Scratch("rstd", "fragment", (ctx.block_m,), "float32", "one reciprocal RMS per row, replicated across the row's threads"),
+            Scratch("sumsq_terms", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "x² per column before the sum"),
+            Scratch(
+                "rstd",
+                "fragment",
+                extent.stat_shape(ctx.block_m),
+                "float32",
+                f"one reciprocal RMS per {'head' if extent.over == 'head' else 'row'}, replicated across its threads",
+            ),
         ),
-        reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", "row", partials="sumsq"),),
-        constants=(Constant("EPS", op.eps, "RMSNorm: added to mean(x²) under the square root"),),
+        reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", extent.axis(), partials=extent.partials("sumsq")),),
+        constants=(Constant("EPS", op.eps, "RMSNorm: added to mean(x²) under the square root"), *extent.constants("RMSNorm")),
     )
 
 
@@ -116,50 +130,48 @@ SUMSQ = ("sumsq", "sum", "rstd")
 
 def _weight(stage: Stage, frame: KernelFrame) -> str:
     """weight_offset + w in float32; a prefetched weight was staged with the offset added (Tensor.offset)."""
-    weight, offset = frame.column_param("Weight"), stage.params["weight_offset"]
+    weight, offset = frame.column_param(stage.inputs[0]), stage.params["weight_offset"]
     return frame.float_with_offset(weight, offset) if offset and not frame.prefetch else weight
 
 
 def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
     weight = f" * {_weight(stage, frame)}" if stage.params["weight"] else ""
-    return f"{value} * rstd[i]{weight}"
+    return f"{value} * rstd[{Extent.read(stage.params).at_column}]{weight}"
 
 
 def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
-    lines = [
-        f"for i in T.Parallel({frame.bm}):",
-        f"    rstd[i] = T.rsqrt(rstd[i] / {HIDDEN} + EPS)",
-    ]
+    extent = Extent.read(stage.params)
+    each, at = extent.each_statistic(frame)
+    lines = [each, f"    rstd[{at}] = T.rsqrt(rstd[{at}] / {extent.count} + EPS)"]
     if stage.params["writes_rstd"]:
-        lines += frame.store_per_row("Rstd", "rstd[i]")
+        lines += extent.store(frame, "Rstd", "rstd")
     return lines
 
 
-def _sumsq_partial(frame: KernelFrame) -> list[str]:
-    bm, cols = frame.bm, frame.columns
+def _sumsq_terms(stage: Stage, frame: KernelFrame) -> list[str]:
     return [
         frame.alloc("sumsq_terms"),
         frame.alloc("rstd"),
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        "    sumsq_terms[i, j] = row[i, j] * row[i, j]",
-        *frame.row_partials("sumsq_terms", "sum", "sumsq"),
+        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
+        f"    sumsq_terms[i, j] = {Extent.read(stage.params).masked('row[i, j] * row[i, j]')}",
     ]
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    bm, cols = frame.bm, frame.columns
+    extent = Extent.read(stage.params)
     return [
-        *_sumsq_partial(frame),
-        *frame.exchange((SUMSQ,)),
+        *_sumsq_terms(stage, frame),
+        *extent.reduce(frame, "sumsq_terms", "rstd", "sumsq"),
         *_rstd_lines(stage, frame),
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    row[i, j] = {_scale_expr(stage, frame, 'row[i, j]')}",
+        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
+        f"    row[i, j] = {extent.only_inside(_scale_expr(stage, frame, 'row[i, j]'))}",
     ]
 
 
 def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
-    """Joint reduction, before the exchange: the sum of squares per warp, and the row times w only."""
-    lines = _sumsq_partial(frame)
+    """Joint reduction (a whole-row extent), before the exchange: the sum of squares per warp, and the
+    row times w only."""
+    lines = [*_sumsq_terms(stage, frame), *frame.row_partials("sumsq_terms", "sum", "sumsq")]
     if stage.params["weight"]:
         lines += [f"for i, j in T.Parallel({frame.bm}, {frame.columns}):", f"    row[i, j] = row[i, j] * {_weight(stage, frame)}"]
     return lines
@@ -244,9 +256,13 @@ def variant_scratch(variant: str, stage: Stage, layout: Layout, dtype: str) -> t
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
     offset = stage.params["weight_offset"]
     weight = (f" * (weight.float() + {literal(offset)})" if offset else " * weight.float()") if stage.params["weight"] else ""
+    extent = Extent.read(stage.params)
+    part = extent.reference_part
     lines = [
-        f"rstd = torch.rsqrt(v.square().mean(dim=-1, keepdim=True) + {literal(stage.params['eps'])})",
-        f"v = v * rstd{weight}",
+        *extent.reference_split(),
+        f"rstd = torch.rsqrt({part}.square().mean(dim=-1, keepdim=True) + {literal(stage.params['eps'])})",
+        f"{part} = {part} * rstd{weight}",
+        *extent.reference_join(),
     ]
     if stage.params["writes_rstd"]:
         lines.append('out["rstd"] = rstd.squeeze(-1)')
@@ -261,11 +277,17 @@ class RMSNorm(Op[RMSNormSpec]):
     outputs = (RSTD,)
     whole_kernel_variants = {"naive": emit_naive, "splitk": emit_splitk}
     joint = JointReduction(
-        provides_factor=True, applies=lambda stage: True, partial=SUMSQ, emit_partial=emit_unscaled, emit_finish=emit_rescale
+        provides_factor=True,
+        # One factor per row: a per-head or column-range norm scales columns apart.
+        applies=lambda stage: Extent.read(stage.params).whole_row,
+        partial=SUMSQ,
+        emit_partial=emit_unscaled,
+        emit_finish=emit_rescale,
     )
     readme_keys = (
         "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-6), `weight` (default true), `weight_offset` (y = x·rstd·(weight_offset + w), "
-        "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, 0 or \\|weight_offset\\| ≥ 2⁻¹²⁶, default 0.0; needs `weight`)"
+        "in float32; Gemma: 1.0; −65504 ≤ weight_offset ≤ 65504, 0 or \\|weight_offset\\| ≥ 2⁻¹²⁶, default 0.0; needs `weight`), "
+        + NORM_KEYS
     )
 
     check = staticmethod(check)
@@ -274,11 +296,29 @@ class RMSNorm(Op[RMSNormSpec]):
     emit_reference = staticmethod(emit_reference)
     variant_scratch = staticmethod(variant_scratch)
 
-    def oracle_step(self, v, op, inputs):
-        n = v.shape[1]
-        r = 1.0 / ((v * v).sum(dim=1, keepdim=True) / n + op["eps"]).sqrt()
-        w = inputs["weight"].double() + RMSNormSpec.model_validate(op).weight_offset if op["weight"] else 1.0
-        return v * r * w, {"rstd": r[:, 0]}
+    def offers_variant(self, op, variant):
+        # The textbook and split-row kernels normalise whole rows only.
+        return variant in self.whole_kernel_variants and op.over == "row" and op.columns is None
+
+    def oracle_step(self, v, op, inputs, head_dim):
+        import torch
+
+        extent = oracle_extent(op, v.shape[1], head_dim)
+        offset = RMSNormSpec.model_validate(op).weight_offset
+        out, rstds = v.clone(), []
+        for first, width in extent.segments(v.shape[1]):
+            x = v[:, first : first + width]
+            r = 1.0 / ((x * x).sum(dim=1, keepdim=True) / width + op["eps"]).sqrt()
+            out[:, first : first + width] = x * r * (inputs["weight"].double() + offset if op["weight"] else 1.0)
+            rstds.append(r)
+        return out, {"rstd": extent.oracle_statistic(torch.cat(rstds, dim=1))}
+
+    def columns_multiple_of(self, op, ctx):
+        # A per-head reduction reshapes the padded row into whole heads.
+        return ctx.head_dim if op.over == "head" else 1
+
+    def small_variant(self, op, small, full):
+        return norm.small_variant(op, small, full)
 
     def sample_inputs(self, op, shapes, draw):
         return {"weight": sample_weight(draw, shapes["weight"], RMSNormSpec.model_validate(op).weight_offset)} if op["weight"] else {}

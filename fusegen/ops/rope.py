@@ -13,12 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame
+from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
 from ..cuda_checks import Check
 from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, kind_field, register
 
 WARP_LANES = 32
+ALL_LANES = (1 << WARP_LANES) - 1
 # The seed's small shape rotates 32 columns (of 256), from a cache of at most 64 positions.
 SMALL_ROPE_DIM = 32
 SMALL_MAX_POSITION = 64
@@ -65,7 +66,9 @@ def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     problems = []
     if op.rope_dim % 2:
         problems.append(("rope_dim", f"must be even (columns rotate in pairs), got {op.rope_dim}"))
-    if op.rope_dim > ctx.hidden:
+    if ctx.head_dim is not None and op.rope_dim > ctx.head_dim:
+        problems.append(("rope_dim", f"must be at most head_dim = {ctx.head_dim} (RoPE rotates inside every head), got {op.rope_dim}"))
+    elif op.rope_dim > ctx.hidden:
         problems.append(("rope_dim", f"must be at most hidden = {ctx.hidden}, got {op.rope_dim}"))
     if op.source == "cache" and op.max_position is None:
         problems.append(
@@ -86,8 +89,21 @@ def check(op: RopeSpec, ctx: ChainContext) -> list[tuple[str, str]]:
     return problems
 
 
-def span_start(op_params: dict, hidden: int) -> int:
-    return hidden - op_params["rope_dim"] if op_params["span"] == "tail" else 0
+def span_start(op_params: dict, width: int) -> int:
+    """The span's first column within a row of `width` columns (a head's, with head_dim)."""
+    return width - op_params["rope_dim"] if op_params["span"] == "tail" else 0
+
+
+def rotated_width(params: dict, hidden: int) -> int:
+    """The columns one span sits in: a head, or the row."""
+    return params.get("head_dim") or hidden
+
+
+def span_columns(params: dict, hidden: int) -> list[int]:
+    """Every rotated column of the row, each span in order (one per head with head_dim)."""
+    width = rotated_width(params, hidden)
+    start = span_start(params, width)
+    return [h * width + start + k for h in range(hidden // width) for k in range(params["rope_dim"])]
 
 
 def is_cached(op_params: dict) -> bool:
@@ -129,7 +145,9 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     params = {"rope_dim": op.rope_dim, "span": op.span, "style": op.style}
     if op.source == "cache":
         params |= {"source": op.source, "max_position": op.max_position}
-    start = span_start(params, ctx.hidden)
+    if ctx.head_dim is not None:
+        params |= {"head_dim": ctx.head_dim, "heads": ctx.heads}
+    start = span_start(params, rotated_width(params, ctx.hidden))
     shuffle = shuffle_pairing(params, ctx.layout)
     if shuffle is not None:
         lanes, mask = shuffle
@@ -146,7 +164,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "rope_span",
                 "shared",
-                (ctx.block_m, op.rope_dim),
+                (ctx.block_m, ctx.heads * op.rope_dim),
                 "float32",
                 "the span's values, so each thread can read its partner",
                 barrier=True,
@@ -157,16 +175,19 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
             "vectors; a neox span across tiles, warps or unaligned lanes), and registers cannot be read across threads."
         )
+    where = f" of each of {ctx.heads} heads of {ctx.head_dim}" if ctx.head_dim else ""
+    head_constants = (Constant(HEAD_DIM, ctx.head_dim, "columns per head: the row is heads × HEAD_DIM"),) if ctx.head_dim else ()
     return Stage(
         index=index,
         kind="rope",
-        summary=f"RoPE({op.style}, {op.span} {op.rope_dim} columns [{start}, {start + op.rope_dim}))",
+        summary=f"RoPE({op.style}, {op.span} {op.rope_dim} columns [{start}, {start + op.rope_dim}){where})",
         params=params,
         inputs=angle_inputs(op),
         scratch=scratch,
         decisions=(decision,),
         constants=(
-            Constant("ROPE_START", start, "RoPE: the span's first column"),
+            *head_constants,
+            Constant("ROPE_START", start, "RoPE: the span's first column" + (" in each head" if ctx.head_dim else "")),
             Constant("ROPE_DIM", op.rope_dim, "RoPE: the span's width"),
             Constant("ROPE_HALF", op.rope_dim // 2, "RoPE: its pairs, the columns of cos and sin, the distance of neox partners"),
         ),
@@ -174,36 +195,55 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
 
 
 def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | None:
-    """(how many lanes apart neox partners sit, the mask of the span's lanes) when one warp shuffle can
-    pair them; None otherwise.
+    """(how many lanes apart neox partners sit, the mask of the lanes holding span columns) when one
+    warp shuffle pairs every span column with its partner; None otherwise.
 
-    The pinned row layout gives thread t `vector` contiguous columns of every threads·vector tile, so a
-    span inside one tile is held by consecutive threads, one vector each, at one register index, and
-    partners half a span apart are half/vector lanes apart. XOR by that distance pairs exactly the
-    partners when the distance is a power of two and the span's first thread a multiple of twice it; the
-    span's threads then also sit in one warp (twice the distance divides 32). The shuffle runs in a
-    branch only the span's lanes take, so the mask is exactly those lanes."""
+    The pinned row layout gives thread t `vector` contiguous columns of every threads·vector tile. A
+    column and its partner half a span away pair by XOR of the lane index when both sit in the same tile
+    at the same register index, on threads whose indices differ in exactly the partner-distance bit;
+    that is checked for every span column. A single span's shuffle runs in a branch only its lanes take,
+    so its mask must be exactly those lanes, the same in every warp and tile (or there is no single mask
+    to give); the per-head form runs it on every lane."""
     if layout is None or params["style"] != "neox":
         return None
-    dim, vector = params["rope_dim"], layout.vector
-    tile = layout.threads * vector
-    start = span_start(params, layout.hidden)
-    if (dim // 2) % vector or start % vector or start % tile + dim > tile:
+    half, vector, threads = params["rope_dim"] // 2, layout.vector, layout.threads
+    if half % vector:
         return None
-    lanes = dim // 2 // vector
-    first_thread = start % tile // vector
-    if lanes & (lanes - 1) or 2 * lanes > WARP_LANES or first_thread % (2 * lanes):
+    lanes = half // vector
+    if lanes & (lanes - 1) or 2 * lanes > WARP_LANES:
         return None
-    return lanes, ((1 << 2 * lanes) - 1) << first_thread % WARP_LANES
+    tile = threads * vector
+
+    def place(column: int) -> tuple[int, int, int]:
+        return column // tile, column % tile // vector, column % vector
+
+    columns = span_columns(params, layout.hidden)
+    masks: dict[tuple[int, int], int] = {}
+    for k, column in enumerate(columns):
+        first_half = k % params["rope_dim"] < half
+        chunk, thread, element = place(column)
+        if place(column + half if first_half else column - half) != (chunk, thread ^ lanes, element):
+            return None
+        if thread % (2 * lanes) >= lanes if first_half else thread % (2 * lanes) < lanes:
+            return None
+        warp = (chunk, thread // WARP_LANES)
+        masks[warp] = masks.get(warp, 0) | 1 << thread % WARP_LANES
+    if "head_dim" in params:
+        return lanes, ALL_LANES  # the per-head form shuffles on every lane (_emit_per_head)
+    if len(set(masks.values())) != 1:
+        return None
+    return lanes, next(iter(masks.values()))
 
 
-def accepts_layout(op: RopeSpec, hidden: int, vector: int, threads: int) -> bool:
+def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
     """Whether TileLang can lay out the span loops on the pinned row layout (a tile is threads·vector
     columns). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
     vectors), and a span that wraps from the end of a tile to the start of the next (rope_dim 128 at
     columns 72..199 of 128-column tiles)."""
+    if ctx.head_dim:
+        return True  # the per-head form loops over the whole row in its own layout
     tile = threads * vector
-    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, hidden) % tile
+    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden) % tile
     whole_vectors = op.rope_dim % vector == 0 and op.rope_dim // vector >= 2
     within_tile = start + op.rope_dim <= tile or (start == 0 and op.rope_dim % tile == 0)
     return whole_vectors and within_tile
@@ -229,19 +269,16 @@ def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
+    if "head_dim" in stage.params:
+        return _emit_per_head(stage, frame)
     partner, pair = _pair_terms(stage.params["style"])
     cos, sin = _cos_sin(stage, frame, pair)
     value = "row[i, ROPE_START + j]"
-    first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
-    sign = [
-        "# Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is",
-        f"# taken with −sin where this column is a ({first_of_pair}) and +sin where it is b.",
-    ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
-            *sign,
+            *_sign_comment(stage),
             f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {HALF}, -1.0, 1.0) * {sin}",
         ]
@@ -249,29 +286,74 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         frame.alloc("rope_span"),
         f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
         f"    rope_span[i, j] = {value}",
-        *sign,
+        *_sign_comment(stage),
         f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
         f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
     ]
 
 
+def _sign_comment(stage: Stage) -> list[str]:
+    first_of_pair = "the first half of the span" if stage.params["style"] == "neox" else "even columns"
+    return [
+        "# Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is",
+        f"# taken with −sin where this column is a ({first_of_pair}) and +sin where it is b.",
+    ]
+
+
+def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
+    """RoPE inside every head, as one loop over the whole row in its own layout: column j is column
+    k = j % HEAD_DIM − ROPE_START of its head's span. (A loop over (heads, span) mapped onto the row
+    failed TileLang's layout inference where heads do not tile the threads' columns evenly.)"""
+    p = stage.params
+    k = f"(j % {HEAD_DIM} - ROPE_START)"
+    neox = p["style"] == "neox"
+    pair, first = (f"{k} % {HALF}", f"{k} < {HALF}") if neox else (f"{k} // 2", f"{k} % 2 == 0")
+    cos, sin = _cos_sin(stage, frame, pair)
+    conditions = [] if p["rope_dim"] == p["head_dim"] else [f"0 <= {k}", f"{k} < ROPE_DIM"]
+    if frame.layout.pads_columns:
+        conditions.append(f"j < {HIDDEN}")  # padding heads would index past the span buffer
+    in_span = all_of(conditions) if conditions else None
+
+    def rotated(value: str, partner: str) -> str:
+        turned = f"{value} * {cos} + {partner} * {sin}"
+        return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, row[i, j])"
+
+    loop = f"for i, j in T.Parallel({frame.bm}, {frame.columns}):"
+    if p["pairing"] == "shuffle":
+        # Every lane shuffles (columns outside the spans too, their result unused): a mask of all lanes.
+        swapped = f"T.shfl_xor(row[i, j], {p['partner_lanes']}, {WARP_LANES}, {p['lane_mask']:#x})"
+        sign = f"T.if_then_else({first}, -1.0, 1.0)"
+        return [*_sign_comment(stage), loop, f"    row[i, j] = {rotated('row[i, j]', f'{swapped} * {sign}')}"]
+    at = f"i, j // {HEAD_DIM} * ROPE_DIM + {k}"
+    distance = HALF if neox else "1"
+    partner = f"T.if_then_else({first}, -rope_span[{at} + {distance}], rope_span[{at} - {distance}])"
+    store = [f"    rope_span[{at}] = row[i, j]"] if in_span is None else [f"    if {in_span}:", f"        rope_span[{at}] = row[i, j]"]
+    return [frame.alloc("rope_span"), loop, *store, *_sign_comment(stage), loop, f"    row[i, j] = {rotated(f'rope_span[{at}]', partner)}"]
+
+
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
     dim = stage.params["rope_dim"]
-    start = span_start(stage.params, hidden)
+    start = span_start(stage.params, rotated_width(stage.params, hidden))
     half = dim // 2
     gather = [f"cos, sin = cos_sin_cache[positions, :{half}], cos_sin_cache[positions, {half}:]"] if is_cached(stage.params) else []
     if stage.params["style"] == "neox":
-        split = [f"first, second = span[:, :{half}], span[:, {half}:]"]
+        split = [f"first, second = span[..., :{half}], span[..., {half}:]"]
         join = "torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)"
     else:
-        split = ["first, second = span[:, 0::2], span[:, 1::2]"]
-        join = "torch.stack([first * cos - second * sin, second * cos + first * sin], dim=-1).flatten(1)"
+        split = ["first, second = span[..., 0::2], span[..., 1::2]"]
+        join = "torch.stack([first * cos - second * sin, second * cos + first * sin], dim=-1).flatten(-2)"
+    if "head_dim" not in stage.params:
+        return [*gather, f"span = v[:, {start}:{start + dim}]", *split, "v = v.clone()", f"v[:, {start}:{start + dim}] = {join}"]
+    heads, head_dim = stage.params["heads"], stage.params["head_dim"]
     return [
         *gather,
-        f"span = v[:, {start}:{start + dim}]",
-        *split,
+        # Every head turns by its token's angles.
+        "cos, sin = cos[:, None], sin[:, None]",
         "v = v.clone()",
-        f"v[:, {start}:{start + dim}] = {join}",
+        f"heads = v.view(v.shape[0], {heads}, {head_dim})",
+        f"span = heads[:, :, {start}:{start + dim}]",
+        *split,
+        f"heads[:, :, {start}:{start + dim}] = {join}",
     ]
 
 
@@ -297,7 +379,8 @@ def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
 def check_cache_gather(source: str) -> Check:
     """Every read of cos_sin_cache (a load or a cp.async) is addressed by the token's position, so the
     kernel reads the M rows the ledger counts, never the table by token index."""
-    reads = [line for line in source.splitlines() if "CosSinCache[" in line]
+    # An element load indexes the array; a vector load adds to its pointer.
+    reads = [line for line in source.splitlines() if re.search(r"CosSinCache(\[| \+)", line)]
     gathered = [line for line in reads if "Positions[" in line]
     return Check(
         "RoPE cache read at the tokens' positions",
@@ -313,7 +396,8 @@ class Rope(Op[RopeSpec]):
     transforms_row = True
     linear = True
     readme_keys = (
-        "`rope_dim` (even, ≤ hidden), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
+        "`rope_dim` (even, ≤ hidden; with the top-level `head_dim` ≤ head_dim: the span lies in every head, each head turned by "
+        "its token's angles), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
         "\\| `gptj` (pair 2p, 2p+1), `source` = `per_token` (inputs cos, sin) \\| `cache` (inputs positions, cos_sin_cache), "
         "`max_position` (1 … 2²⁴, max_position · rope_dim < 2³¹; required with cache)"
     )
@@ -323,15 +407,17 @@ class Rope(Op[RopeSpec]):
     emit_reference = staticmethod(emit_reference)
     accepts_layout = staticmethod(accepts_layout)
 
-    def oracle_step(self, v, op, inputs):
+    def oracle_step(self, v, op, inputs, head_dim):
         d, n = op["rope_dim"], v.shape[1]
-        start = n - d if op["span"] == "tail" else 0
+        width = head_dim or n
         cos, sin = self.angles(op, inputs)
         out = v.clone()
-        for p in range(d // 2):
-            a, b = (start + p, start + p + d // 2) if op["style"] == "neox" else (start + 2 * p, start + 2 * p + 1)
-            out[:, a] = v[:, a] * cos[:, p] - v[:, b] * sin[:, p]
-            out[:, b] = v[:, b] * cos[:, p] + v[:, a] * sin[:, p]
+        for head_start in range(0, n, width):
+            start = head_start + (width - d if op["span"] == "tail" else 0)
+            for p in range(d // 2):
+                a, b = (start + p, start + p + d // 2) if op["style"] == "neox" else (start + 2 * p, start + 2 * p + 1)
+                out[:, a] = v[:, a] * cos[:, p] - v[:, b] * sin[:, p]
+                out[:, b] = v[:, b] * cos[:, p] + v[:, a] * sin[:, p]
         return out, {}
 
     @staticmethod
@@ -370,8 +456,9 @@ class Rope(Op[RopeSpec]):
             checks.append(check_cache_gather(source))
         return checks
 
-    def small_variant(self, op, hidden):
-        small = {**op, "rope_dim": SMALL_ROPE_DIM}
+    def small_variant(self, op, small, full):
+        # With heads, the small shape keeps head_dim, and so the rotary fraction of each head.
+        small = op if small.head_dim else {**op, "rope_dim": SMALL_ROPE_DIM}
         if is_cached(op):
             small["max_position"] = min(op["max_position"], SMALL_MAX_POSITION)
         return small

@@ -13,7 +13,7 @@ Inputs:
   bias (4096,) float16: per-column shift b
 Outputs:
   y (m, 4096) float16: the chain's row after its last transforming op
-  mean (m,) float32: row mean
+  mean (m,) float32: mean per row
   rstd (m,) float32: 1/sqrt(var + eps) per row
 Tokens: dynamic (each program serves every count in its range).
 """

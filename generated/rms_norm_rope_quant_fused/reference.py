@@ -14,7 +14,7 @@ def reference(x, weight, cos, sin):
     v = v * rstd * weight.float()
     # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
     span = v[:, 4032:4096]
-    first, second = span[:, :32], span[:, 32:]
+    first, second = span[..., :32], span[..., 32:]
     v = v.clone()
     v[:, 4032:4096] = torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
     out["y"] = v.to(torch.float16)

@@ -1,0 +1,265 @@
+"""What both norms share: the columns their statistics cover (the extent) — the whole row, every head of
+a row of heads × head_dim (Qwen3's and Gemma 3's QK-norm), or one column range [lo, hi) whose other
+columns pass through (DeepSeek-V3's MLA normalises the first 512 of 576 columns) — with the spec keys
+that choose it, its shapes, its reductions and their TileLang, torch and float64 forms.
+
+A row extent reduces across the block (the exchange of codegen.KernelFrame.row_reduce); a head's
+columns sit in consecutive lanes (a head is a whole number of vectors), so a per-head reduction is a
+reshape reduced over its last axis, as the quantiser's groups are; a column range reduces across the
+block with the columns outside it masked to 0."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from ..codegen import HEAD_DIM, HIDDEN, NORM_END, NORM_START, KernelFrame, column_range
+from ..model import Constant, Dim, Tensor
+from . import ChainContext, added_key, described
+
+# A range boundary inside a vector leaves the vector's columns on both sides: the masked terms then fall
+# to scalar code (seen: no vector writes to sumsq_terms with [3, 997] in fp16).
+COLUMN_BOUNDARY = 8
+COLUMNS_RULE = (
+    f"two integers [lo, hi], 0 ≤ lo < hi ≤ hidden, each a multiple of {COLUMN_BOUNDARY} (hi may be hidden): "
+    "the half-open column range the norm covers"
+)
+
+
+def over_field():
+    return Field(
+        **added_key("row"),
+        json_schema_extra=described(
+            "row: statistics over the row (or its column range); head: over each head of the top-level head_dim "
+            "columns, weight/bias (head_dim,), mean/rstd (M, heads)."
+        ),
+    )
+
+
+def columns_field():
+    return Field(
+        **added_key(None),
+        min_length=2,
+        max_length=2,
+        description=COLUMNS_RULE,
+        json_schema_extra=described(
+            f"Only these columns are normalised ({COLUMNS_RULE}); weight/bias (hi − lo,); the other columns pass through unchanged."
+        ),
+    )
+
+
+OverKey = Literal["row", "head"]
+# The README's words for the keys (the Ops table rows of both norms).
+NORM_KEYS = (
+    "`over` = `row` (default) \\| `head` (per head of the top-level `head_dim`; weight/bias (head_dim,), mean/rstd (M, heads)), "
+    "`columns` = [lo, hi] (0 ≤ lo < hi ≤ hidden, multiples of 8 or hi = hidden; only these columns normalised, the rest pass through; weight/bias (hi − lo,); "
+    "not with `head_dim`)"
+)
+
+
+def check(op, ctx: ChainContext) -> list[tuple[str, str]]:
+    """The extent's cross-field rules (op: a norm's spec, with `over` and `columns`)."""
+    if op.over == "head" and ctx.head_dim is None:
+        return [("over", "'head' needs the top-level head_dim (the row is heads × head_dim columns); set head_dim or over = 'row'")]
+    if op.columns is None:
+        return []
+    lo, hi = op.columns
+    if op.over == "head":
+        return [("columns", "applies to over = 'row' only: a per-head norm covers every head whole; leave columns out")]
+    if ctx.head_dim is not None:
+        return [
+            (
+                "columns",
+                f"cannot be combined with head_dim = {ctx.head_dim}: a column range is one span of the row, not of each head; "
+                "leave one of them out",
+            )
+        ]
+    if not 0 <= lo < hi <= ctx.hidden or lo % COLUMN_BOUNDARY or (hi % COLUMN_BOUNDARY and hi != ctx.hidden):
+        return [("columns", f"must be {COLUMNS_RULE}; hidden = {ctx.hidden}, got [{lo}, {hi}]")]
+    return []
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The columns a norm's statistics cover, as a stage's params hold it."""
+
+    over: str  # "row" | "head" | "columns"
+    lo: int = 0
+    hi: int = 0
+    heads: int = 1
+    padded_heads: int = 1
+    head_dim: int = 0
+
+    @staticmethod
+    def of(op, ctx: ChainContext) -> Extent:
+        if op.over == "head":
+            return Extent("head", heads=ctx.heads, padded_heads=ctx.padded_hidden // ctx.head_dim, head_dim=ctx.head_dim)
+        if op.columns is not None:
+            lo, hi = op.columns
+            return Extent("columns", lo=lo, hi=hi)
+        return Extent("row")
+
+    @staticmethod
+    def read(params: dict) -> Extent:
+        return Extent(**params["extent"])
+
+    def params(self) -> dict:
+        return {"extent": self.__dict__.copy()}
+
+    @property
+    def whole_row(self) -> bool:
+        return self.over == "row"
+
+    def summary(self) -> str:
+        if self.over == "head":
+            return f", over {self.heads} heads of {self.head_dim}"
+        if self.over == "columns":
+            return f", columns [{self.lo}, {self.hi})"
+        return ""
+
+    def constants(self, norm: str) -> tuple[Constant, ...]:
+        if self.over == "head":
+            return (Constant(HEAD_DIM, self.head_dim, "columns per head: the row is heads × HEAD_DIM"),)
+        if self.over == "columns":
+            return (
+                Constant(NORM_START, self.lo, f"{norm}: the first column it normalises"),
+                Constant(NORM_END, self.hi, f"{norm}: one past the last; the columns outside pass through"),
+            )
+        return ()
+
+    # --- plan ---
+    def per_column(self, param: str, arg: str, dtype: str, hidden: int, doc: str, offset: float = 0.0) -> Tensor:
+        """A per-column input (weight, bias) over the extent's columns."""
+        if self.over == "head":
+            return Tensor(
+                param,
+                arg,
+                dtype,
+                (Dim(size=self.head_dim),),
+                "input",
+                f"{doc}, the same for every head",
+                offset=offset,
+                period=self.head_dim,
+            )
+        if self.over == "columns":
+            return Tensor(
+                param,
+                arg,
+                dtype,
+                (Dim(size=self.hi - self.lo),),
+                "input",
+                f"{doc} of columns [{self.lo}, {self.hi})",
+                offset=offset,
+                first_column=self.lo,
+            )
+        return Tensor(param, arg, dtype, (Dim(size=hidden),), "input", doc, offset=offset)
+
+    def statistic(self, param: str, arg: str, doc: str) -> Tensor:
+        """A per-row output (mean, rstd): one per head with over = 'head'."""
+        if self.over == "head":
+            return Tensor(param, arg, "float32", (Dim(tokens=True), Dim(size=self.heads)), "output", f"{doc} per head")
+        return Tensor(param, arg, "float32", (Dim(tokens=True),), "output", f"{doc} per row")
+
+    def stat_shape(self, block_m: int) -> tuple[int, ...]:
+        return (block_m, self.padded_heads) if self.over == "head" else (block_m,)
+
+    def axis(self) -> str:
+        return f"head of {self.head_dim} columns" if self.over == "head" else "row"
+
+    def partials(self, name: str) -> str | None:
+        """A reduction over a head stays in its lanes (no exchange); the others cross the warps."""
+        return None if self.over == "head" else name
+
+    # --- kernel ---
+    @property
+    def count(self) -> str:
+        """The number of columns a statistic averages over."""
+        return {"row": HIDDEN, "head": HEAD_DIM, "columns": f"({NORM_END} - {NORM_START})"}[self.over]
+
+    def each_statistic(self, frame: KernelFrame) -> tuple[str, str]:
+        """(the loop header over every statistic of the block, its index)."""
+        if self.over == "head":
+            return f"for i, h in T.Parallel({frame.bm}, {self.padded_heads}):", "i, h"
+        return f"for i in T.Parallel({frame.bm}):", "i"
+
+    @property
+    def at_column(self) -> str:
+        """The index of column j's statistic."""
+        return f"i, j // {HEAD_DIM}" if self.over == "head" else "i"
+
+    def masked(self, value: str) -> str:
+        """`value` on the extent's columns, 0 elsewhere (a reduction's terms)."""
+        return f"T.if_then_else({column_range()}, {value}, 0.0)" if self.over == "columns" else value
+
+    def only_inside(self, value: str, unchanged: str = "row[i, j]") -> str:
+        """`value` on the extent's columns; the others keep `unchanged`."""
+        return f"T.if_then_else({column_range()}, {value}, {unchanged})" if self.over == "columns" else value
+
+    def reduce(self, frame: KernelFrame, source: str, result: str, name: str) -> list[str]:
+        """Sums `source` (block_m, columns) over the extent into `result` (stat_shape)."""
+        if self.over == "head":
+            return [f"T.reduce_sum(T.reshape({source}, ({frame.bm}, {self.padded_heads}, {HEAD_DIM})), {result}, dim=2)"]
+        return frame.row_reduce(source, result, "sum", name)
+
+    def store(self, frame: KernelFrame, param: str, fragment: str) -> list[str]:
+        if self.over != "head":
+            return frame.store_per_row(param, f"{fragment}[i]")
+        return frame.store_per_head(param, fragment, self.heads)
+
+    # --- torch reference and float64 oracle ---
+    @property
+    def reference_part(self) -> str:
+        """The torch reference's name for the extent's columns, with the statistic's axis last."""
+        return "v" if self.over == "row" else "part"
+
+    def reference_split(self) -> list[str]:
+        """Lines binding reference_part."""
+        if self.over == "head":
+            return [f"part = v.view(v.shape[0], {self.heads}, {self.head_dim})"]
+        if self.over == "columns":
+            return [f"part = v[:, {self.lo}:{self.hi}]"]
+        return []
+
+    def reference_join(self) -> list[str]:
+        """Lines putting the normalised reference_part back into `v`."""
+        if self.over == "head":
+            return ["v = part.reshape(v.shape)"]
+        if self.over == "columns":
+            return [f"v = torch.cat([v[:, :{self.lo}], part, v[:, {self.hi}:]], dim=-1)"]
+        return []
+
+    def segments(self, hidden: int) -> list[tuple[int, int]]:
+        """(first column, width) of each set of columns one statistic covers."""
+        if self.over == "head":
+            return [(h * self.head_dim, self.head_dim) for h in range(self.heads)]
+        if self.over == "columns":
+            return [(self.lo, self.hi - self.lo)]
+        return [(0, hidden)]
+
+    def oracle_statistic(self, per_segment):
+        """The oracle's (M, segments) statistic as the output's shape: (M,) but per head."""
+        return per_segment if self.over == "head" else per_segment[:, 0]
+
+
+def oracle_extent(op: dict, hidden: int, head_dim: int | None) -> Extent:
+    """The extent of a spec's JSON form (the oracle reads specs, not stages)."""
+    if op.get("over", "row") == "head":
+        return Extent("head", heads=hidden // head_dim, padded_heads=hidden // head_dim, head_dim=head_dim)
+    if op.get("columns") is not None:
+        lo, hi = op["columns"]
+        return Extent("columns", lo=lo, hi=hi)
+    return Extent("row")
+
+
+def small_variant(op: dict, small: ChainContext, full: ChainContext) -> dict:
+    """A column range keeps its place at the seed's small width: the columns after it stay as many (at
+    most half the row), and it starts as far in, in proportion."""
+    if op.get("columns") is None:
+        return op
+    lo, hi = op["columns"]
+    after = min(full.hidden - hi, small.hidden // 2) // COLUMN_BOUNDARY * COLUMN_BOUNDARY
+    end = small.hidden - after
+    start = min(lo * small.hidden // full.hidden // COLUMN_BOUNDARY * COLUMN_BOUNDARY, end - COLUMN_BOUNDARY)
+    return {**op, "columns": [start, end]}
