@@ -81,16 +81,29 @@ def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
     return samples
 
 
-def host_per_call(fn, arg_sets, calls: int = 200) -> float:
-    """Wall-clock microseconds per call of back-to-back calls (what a server without graphs pays)."""
+def per_call_us(call, calls: int = 2000, rounds: int = 7, warmup: int = 200, synchronize=lambda: None) -> float:
+    """Host microseconds per call: the median over `rounds` of the wall clock of `calls` back-to-back calls,
+    after `warmup` calls. `synchronize` (torch.cuda.synchronize on a GPU) empties the queue before each
+    round and stays outside the clock, so a round measures what issuing the calls costs the host."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(rounds):
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    synchronize()
+    return statistics.median(samples)
+
+
+def host_per_call(fn, arg_sets) -> float:
+    """Host microseconds per call of `fn` on the first input set (what a server without graphs pays)."""
     import torch
 
-    torch.cuda.synchronize()
-    begin = time.perf_counter()
-    for i in range(calls):
-        fn(*arg_sets[i % len(arg_sets)])
-    torch.cuda.synchronize()
-    return (time.perf_counter() - begin) * 1e6 / calls
+    args = arg_sets[0]
+    return per_call_us(lambda: fn(*args), calls=200, rounds=3, warmup=20, synchronize=torch.cuda.synchronize)
 
 
 def copy_ceiling(reps: int = 30) -> float:
