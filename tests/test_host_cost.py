@@ -102,3 +102,26 @@ def test_per_call_us_is_the_median_of_rounds_after_warmup(monkeypatch):
     assert us == pytest.approx(2.0)
     assert len(calls) == 5 + 3 * 1000
     assert len(synchronized) == 4  # before each round, and after the last
+
+
+def test_bench_host_cost_times_each_call_into_its_field(monkeypatch):
+    """The timing needs a GPU; what is checked here is which call each field of HostCost measures."""
+    from types import SimpleNamespace
+
+    from fusegen import bench
+
+    timed = []
+    x = torch.ones(TOKENS, 4)
+    module = SimpleNamespace(
+        kernel=lambda *args, out=None: timed.append("kernel(out=)" if out else "kernel()"),
+        launcher=SimpleNamespace(name="k", compiled=lambda tokens: "compiled"),
+    )
+    monkeypatch.setattr(checking, "random_inputs", lambda module, tokens, generator: [x])
+    monkeypatch.setattr(checking, "poisoned_outputs", lambda module, tokens: [x])
+    monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: timed.append(f"program of {compiled}"))
+    monkeypatch.setattr(torch, "add", lambda a, b: timed.append("torch.add"))
+    microseconds = iter([4.0, 3.0, 2.0, 1.0])
+    monkeypatch.setattr(bench, "per_call_us", lambda call, synchronize: call() or next(microseconds))
+    cost = bench.host_cost(module, TOKENS)
+    assert timed == ["kernel()", "kernel(out=)", "program of compiled", "torch.add"]
+    assert (cost.kernel, cost.tokens, cost.kernel_us, cost.kernel_out_us, cost.program_us, cost.add_us) == ("k", TOKENS, 4.0, 3.0, 2.0, 1.0)
