@@ -3,7 +3,8 @@ eager and torch.compile of the same reference chain, all measured in one run on 
 
 Time is the median over replays of a CUDA graph of back-to-back calls (after warm-up), cycling through
 input sets whose total exceeds the L2 cache; for small token counts the host overhead per call
-(wall clock of back-to-back calls) is reported beside it. Effective bandwidth = ledger bytes / time.
+(wall clock of back-to-back calls) is reported beside it, and for each kernel at 8 tokens the host cost
+of its calls against one aten op (host_cost). Effective bandwidth = ledger bytes / time.
 The timing is here (it needs the GPU); the table, the plot and `fusegen record` are in bench_report.
 """
 
@@ -21,10 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .bench_report import Row, plot, plot_title, record, results_markdown
+from .bench_report import HostCost, Row, plot, plot_title, record, results_markdown
 
 BASELINES = ("eager", "compile", "compile_dynamic")
 HOST_TOKENS_MAX = 256  # up to here, host overhead per call is reported beside the GPU time
+HOST_COST_TOKENS = 8  # where a call's host cost against one aten op is measured: the GPU work is least there
 GRAPH_CALLS = 32
 L2_MULTIPLE = 3  # rotate enough input sets to exceed the L2 this many times over
 MAX_SETS = 64
@@ -81,16 +83,52 @@ def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
     return samples
 
 
-def host_per_call(fn, arg_sets, calls: int = 200) -> float:
-    """Wall-clock microseconds per call of back-to-back calls (what a server without graphs pays)."""
+def per_call_us(call, calls: int = 2000, rounds: int = 7, warmup: int = 200, synchronize=lambda: None) -> float:
+    """Host microseconds per call: the median over `rounds` of the wall clock of `calls` back-to-back calls,
+    after `warmup` calls. `synchronize` (torch.cuda.synchronize on a GPU) empties the queue before each
+    round and stays outside the clock, so a round measures what issuing the calls costs the host."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(rounds):
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    synchronize()
+    return statistics.median(samples)
+
+
+def host_per_call(fn, arg_sets) -> float:
+    """Host microseconds per call of `fn` on the first input set (what a server without graphs pays)."""
     import torch
 
-    torch.cuda.synchronize()
-    begin = time.perf_counter()
-    for i in range(calls):
-        fn(*arg_sets[i % len(arg_sets)])
-    torch.cuda.synchronize()
-    return (time.perf_counter() - begin) * 1e6 / calls
+    args = arg_sets[0]
+    return per_call_us(lambda: fn(*args), calls=200, rounds=3, warmup=20, synchronize=torch.cuda.synchronize)
+
+
+def host_cost(module, tokens: int) -> HostCost:
+    """Host µs per call at `tokens` of kernel(...) allocating its outputs, kernel(..., out=...), the compiled
+    program called directly (the floor under both), and torch.add(x, x) on the same device, in one run."""
+    import torch
+
+    from .checking import poisoned_outputs, random_inputs
+    from .runtime import executable_of
+
+    args = random_inputs(module, tokens, torch.Generator().manual_seed(tokens))
+    out = poisoned_outputs(module, tokens)
+    x = args[0]
+    program = executable_of(module.launcher.compiled(tokens))
+    calls = {
+        "kernel_us": lambda: module.kernel(*args),
+        "kernel_out_us": lambda: module.kernel(*args, out=out),
+        "program_us": lambda: program(*args, *out),
+        "add_us": lambda: torch.add(x, x),
+    }
+    return HostCost(
+        module.launcher.name, tokens, **{field: per_call_us(call, synchronize=torch.cuda.synchronize) for field, call in calls.items()}
+    )
 
 
 def copy_ceiling(reps: int = 30) -> float:
@@ -228,8 +266,9 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     ceiling = copy_ceiling()
     rows: list[Row] = []
+    costs: list[HostCost] = []
     scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
-    total = len(plans) * len(tokens) * (1 + len(baselines or BASELINES))
+    total = len(plans) * (len(tokens) * (1 + len(baselines or BASELINES)) + 1)
     with tqdm(total=total, unit="timing", dynamic_ncols=True) as bar:
 
         def progress(label):
@@ -245,8 +284,13 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
                 if p.tokens and m != p.tokens:
                     continue
                 rows += bench_kernel(module, p, m, l2, progress, baselines or BASELINES)
+            progress(f"{p.name} host cost")
+            try:
+                costs.append(host_cost(module, p.tokens or HOST_COST_TOKENS))
+            except Exception as exc:  # reported like a kernel that cannot be timed, not fatal to the run
+                print(f"\n{p.name} host cost: not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = {"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows]}
+    results = {"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows], "host_costs": [asdict(c) for c in costs]}
     (out_dir / "bench.json").write_text(json.dumps(results, indent=1))
     plot(rows, ceiling, out_dir / "bench.png", plot_title(env))
     return results

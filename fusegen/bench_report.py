@@ -34,12 +34,27 @@ class Row:
     schedule: str = ""  # the program that served this count (fusegen rows)
 
 
+@dataclass
+class HostCost:
+    """Host µs per call of one kernel at a small token count, measured in one run: kernel(...) allocating its
+    outputs, kernel(..., out=...), the compiled program called directly, and torch.add(x, x): one aten op
+    on the same device, the yardstick a drop-in op is held to."""
+
+    kernel: str
+    tokens: Annotated[int, Field(ge=1)]
+    kernel_us: Measured
+    kernel_out_us: Measured
+    program_us: Measured
+    add_us: Measured
+
+
 class BenchResults(Strict):
-    """bench.json as `fusegen bench` writes it."""
+    """bench.json as `fusegen bench` writes it (one written before host costs were measured has none)."""
 
     environment: dict[str, str | None]
     copy_tb_per_s: Measured
     rows: list[Row]
+    host_costs: list[HostCost] = []
 
 
 def render_table(rows: list[Row], ceiling: float) -> str:
@@ -63,6 +78,23 @@ def render_table(rows: list[Row], ceiling: float) -> str:
         lines.append(
             f"| {kernel} | {tokens} | {f.median_us:.1f} | {f.tb_per_s:.2f} | {f.tb_per_s / ceiling:.2f} | {us['eager']} | "
             f"{us['compile']} | {us['compile_dynamic']} | {versus} | {host} | {f.schedule} |"
+        )
+    return "\n".join(lines)
+
+
+def render_host_costs(costs: list[HostCost]) -> str:
+    """Host µs per call against torch.add measured in the same run, and the ratios (the add is noisy from
+    run to run, so only a ratio within one run means anything)."""
+    lines = [
+        "host µs per call (wall clock of back-to-back calls) against `torch.add(x, x)` in the same run:",
+        "",
+        "| kernel | tokens | kernel() µs | kernel(out=) µs | program µs | torch.add µs | kernel() / add | kernel(out=) / add |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in costs:
+        lines.append(
+            f"| {c.kernel} | {c.tokens} | {c.kernel_us:.1f} | {c.kernel_out_us:.1f} | {c.program_us:.1f} | {c.add_us:.1f} "
+            f"| {c.kernel_us / c.add_us:.2f} | {c.kernel_out_us / c.add_us:.2f} |"
         )
     return "\n".join(lines)
 
@@ -175,7 +207,9 @@ def results_markdown(results: dict, image: str | None = None) -> str:
     header = ", ".join(f"{k} {v}" for k, v in results["environment"].items())
     plot_line = [f"![fusegen against the copy ceiling and torch.compile]({image})", ""] if image else []
     table = render_table([Row(**row) for row in results["rows"]], results["copy_tb_per_s"])
-    return "\n".join([header, "", *plot_line, table]) + "\n"
+    costs = [HostCost(**cost) for cost in results.get("host_costs", [])]
+    host = ["", render_host_costs(costs)] if costs else []
+    return "\n".join([header, "", *plot_line, table, *host]) + "\n"
 
 
 class RecordError(Exception):

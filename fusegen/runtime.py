@@ -8,9 +8,11 @@ silent out-of-bounds read.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import threading
 from collections import namedtuple
+from functools import reduce
 from pathlib import Path
 from typing import NamedTuple
 
@@ -92,6 +94,14 @@ def column_strides(spec: TensorSpec, tokens) -> tuple:
     return (1, padded_tokens(tokens, spec.dtype.itemsize))
 
 
+def strides_of(spec: TensorSpec, tokens: int) -> tuple:
+    """The strides of an output as the kernel writes it (contiguous, or column_strides)."""
+    if spec.layout == "column":
+        return column_strides(spec, tokens)
+    shape = shape_of(spec, tokens)
+    return tuple(reduce(operator.mul, shape[k + 1 :], 1) for k in range(len(shape)))
+
+
 def allocate(spec: TensorSpec, tokens, device) -> torch.Tensor:
     """An output laid out as the kernel writes it; `tokens` may be symbolic (the fake implementation)."""
     if spec.layout == "column":
@@ -138,7 +148,7 @@ class Launcher:
         self.compilations = 0
         self._compiled = {}  # program -> compiled kernel; routes may share a program
         self._executables = {}  # program -> its TileLang executable, called directly (see executable_of)
-        self._admitted = set()  # signatures of calls that passed every check
+        self._admitted = {}  # signature (see signature()) of a call that passed every check -> its Admitted
         self._lock = threading.Lock()
         self.op, self.op_out = register_ops(self)
 
@@ -169,13 +179,6 @@ class Launcher:
                     compiled = self._compiled[program] = compile_program(program, self.target)
                     self.compilations += 1
         return compiled
-
-    def _executable(self, tokens: int):
-        program = self.routes[self.route_index(tokens)][2]
-        executable = self._executables.get(program)
-        if executable is None:
-            executable = self._executables[program] = executable_of(self.compiled(tokens))
-        return executable
 
     def _fail(self, message: str):
         raise KernelArgumentError(f"{self.name}: {message}")
@@ -272,6 +275,19 @@ class Launcher:
         return True
 
     def __call__(self, *args, out=None):
+        """kernel(...). A call whose signature passed every check before launches from here; any other
+        call (the first of a signature, a traced call, a tensor subclass, a call autograd or a dispatch
+        mode must see, a bad call) goes through the torch op, whose implementation checks it in full."""
+        if not torch.compiler.is_compiling() and not torch._C._len_torch_dispatch_stack():
+            tensors = args if out is None else args + tuple(out) if isinstance(out, (tuple, list)) else None
+            admitted = self._admitted.get(signature(len(args), tensors)) if tensors else None
+            if admitted is not None and aligned(tensors) and not (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, tensors))):
+                if out is None:
+                    results = admitted.allocate()
+                    self._launch(admitted, (*args, *results))
+                    return tuple.__new__(self.output_type, results)
+                self._launch(admitted, tensors)
+                return tuple.__new__(self.output_type, out)
         if not self._takes(args, out):
             self.check(args, out)  # raises: every call _takes refuses breaks one of the checks
         if out is None:
@@ -280,18 +296,22 @@ class Launcher:
         self.op_out(*args, *out)
         return self.output_type(*out)
 
-    def _admit(self, tensors, args, out) -> None:
-        """check() once per signature of a call: shapes, strides, dtypes and devices decide every check but
-        alignment, which depends on the addresses and is looked at on every call."""
-        signature = tuple([(t.shape, t.stride(), t.dtype, t.device) for t in tensors])
-        if signature not in self._admitted:
+    def _admit(self, tensors, args, out) -> Admitted:
+        """The Admitted of a call, after check() the first time its signature is seen: shapes, strides,
+        dtypes and devices decide every check but alignment, which depends on the addresses and is looked
+        at on every call."""
+        key = signature(len(args), tensors)
+        admitted = self._admitted.get(key)
+        if admitted is None:
             self.check(args, out)
+            tokens = args[0].shape[0]
+            admitted = Admitted(tokens, args[0].device, self.routes[self.route_index(tokens)][2] if tokens else None, self.outputs)
             if len(self._admitted) >= ADMITTED_SIGNATURES:
                 self._admitted.clear()
-            self._admitted.add(signature)
-        for tensor in tensors:
-            if tensor.data_ptr() % ALIGNMENT:
-                self.check(args, out)  # raises unless the tensor is empty (nothing to load)
+            self._admitted[key] = admitted
+        if not aligned(tensors):
+            self.check(args, out)  # raises unless the misaligned tensor is empty (nothing to load)
+        return admitted
 
     def check_indices(self, args) -> None:
         """Debug mode: every index input's values within [0, bound); one min/max per index tensor (a sync)."""
@@ -304,31 +324,31 @@ class Launcher:
                     f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})"
                 )
 
-    def _launch(self, tokens: int, device, tensors) -> None:
-        if not tokens:
+    def _launch(self, admitted: Admitted, tensors) -> None:
+        if admitted.program is None:  # zero tokens: nothing to run
             return
         if DEBUG:
             self.check_indices(tensors[: len(self.inputs)])
-        executable = self._executable(tokens)
-        if device.index == torch.cuda.current_device():
+        executable = self._executables.get(admitted.program)
+        if executable is None:
+            executable = self._executables[admitted.program] = executable_of(self.compiled(admitted.tokens))
+        if admitted.device.index == torch.cuda.current_device():
             executable(*tensors)
         else:  # switching devices costs microseconds per call, so only when needed
-            with torch.cuda.device(device):
+            with torch.cuda.device(admitted.device):
                 executable(*tensors)
 
     def run(self, *args):
         """The functional op: checks, allocates the outputs and launches."""
-        self._admit(args, args, None)
-        tokens, device = args[0].shape[0], args[0].device
-        results = [allocate(spec, tokens, device) for spec in self.outputs]
-        self._launch(tokens, device, (*args, *results))
+        admitted = self._admit(args, args, None)
+        results = admitted.allocate()
+        self._launch(admitted, (*args, *results))
         return results[0] if len(results) == 1 else tuple(results)
 
     def run_out(self, *tensors):
         """The out variant: checks and launches into the caller's outputs."""
         args, out = tensors[: len(self.inputs)], tensors[len(self.inputs) :]
-        self._admit(tensors, args, out)
-        self._launch(args[0].shape[0], args[0].device, tensors)
+        self._launch(self._admit(tensors, args, out), tensors)
 
     def fake(self, *args):
         """The functional op on fake tensors: the outputs' shapes, dtypes and strides, nothing run."""
@@ -344,6 +364,41 @@ class Launcher:
 # A server that sees every token count would otherwise grow the set of admitted signatures without bound;
 # refilling it costs one full check per signature.
 ADMITTED_SIGNATURES = 4096
+
+# C-level getters: a call's signature is read in a few interpreter steps (scripts/host_cost_cpu.py).
+# The class is part of it: only the types that reached the op's implementation (tensors and parameters,
+# never a fake or wrapper subclass without storage) are ever admitted.
+_CLASS_SHAPE_DTYPE_DEVICE = operator.attrgetter("__class__", "shape", "dtype", "device")
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+
+
+def signature(inputs: int, tensors) -> tuple | None:
+    """What every check of a call but alignment depends on: how many of the tensors are inputs, and each
+    tensor's class, shape, dtype, device and strides. None for anything that is not all tensors."""
+    try:
+        return (inputs, *map(_CLASS_SHAPE_DTYPE_DEVICE, tensors), *map(torch.Tensor.stride, tensors))
+    except (AttributeError, TypeError):
+        return None
+
+
+def aligned(tensors) -> bool:
+    """Whether every tensor starts on an ALIGNMENT boundary: one OR of the addresses, not a test each."""
+    return not reduce(operator.or_, map(torch.Tensor.data_ptr, tensors)) % ALIGNMENT
+
+
+class Admitted:
+    """What a call of one admitted signature needs, worked out once: its program (None for zero tokens),
+    and the arguments of the empty_strided call of each output (tokens fixed)."""
+
+    __slots__ = ("tokens", "device", "program", "empties")
+
+    def __init__(self, tokens: int, device, program, outputs: tuple[TensorSpec, ...]):
+        self.tokens, self.device, self.program = tokens, device, program
+        self.empties = tuple((shape_of(spec, tokens), strides_of(spec, tokens), spec.dtype) for spec in outputs)
+
+    def allocate(self) -> list[torch.Tensor]:
+        device = self.device
+        return [torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype in self.empties]
 
 
 def executable_of(compiled):

@@ -97,7 +97,31 @@ def test_command_line_reports_an_error_without_a_traceback(tmp_path):
 def valid_results() -> dict:
     row = asdict(Row("k", 8, "fusegen", 10.0, 9.0, 11.0, 1024, 0.1, 2.5, "fragment, 128 threads"))
     rows = [row, dict(row, impl="compile", host_us_per_call=None)]
-    return {"environment": dict(ENVIRONMENT, driver=None), "copy_tb_per_s": 4.2, "rows": rows}
+    costs = [{"kernel": "k", "tokens": 8, "kernel_us": 14.0, "kernel_out_us": 11.5, "program_us": 10.0, "add_us": 9.4}]
+    return {"environment": dict(ENVIRONMENT, driver=None), "copy_tb_per_s": 4.2, "rows": rows, "host_costs": costs}
+
+
+def recorded_section(tmp_path, results: dict) -> str:
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench.json").write_text(json.dumps(results))
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text(f"{record_begin((tmp_path / 'results').as_posix())}\nstale table\n{RECORD_END}\n")
+    record(benchmarks, [tmp_path / "results"])
+    return benchmarks.read_text()
+
+
+def test_host_costs_are_recorded_with_their_ratios_to_torch_add(tmp_path):
+    text = recorded_section(tmp_path, valid_results())
+    assert "| kernel | tokens | kernel() µs | kernel(out=) µs | program µs | torch.add µs | kernel() / add | kernel(out=) / add |" in text
+    assert "| k | 8 | 14.0 | 11.5 | 10.0 | 9.4 | 1.49 | 1.22 |" in text
+
+
+def test_a_bench_json_from_before_host_costs_is_recorded_without_their_table(tmp_path):
+    results = valid_results()
+    del results["host_costs"]
+    text = recorded_section(tmp_path, results)
+    assert "| k | 8 | 10.0 |" in text
+    assert "torch.add" not in text
 
 
 def paths_in(value, prefix=()):
@@ -155,6 +179,14 @@ def test_malformed_bench_json_is_a_record_error_and_writes_nothing(tmp_path, dat
         (json.dumps(dict(valid_results(), copy_tb_per_s=0)), "bench.json: copy_tb_per_s: input should be greater than 0, got 0;"),
         (json.dumps(dict(valid_results(), rows=[5])), "bench.json: rows[0]: input should be an object, got 5;"),
         (json.dumps(dict(valid_results(), rows=[{"kernel": "k"}])), "bench.json: rows[0].tokens: required key is missing;"),
+        (
+            json.dumps(dict(valid_results(), host_costs=[dict(valid_results()["host_costs"][0], add_us=0)])),
+            "bench.json: host_costs[0].add_us: input should be greater than 0, got 0;",
+        ),
+        (
+            json.dumps(dict(valid_results(), host_costs=[{"kernel": "k", "tokens": 8}])),
+            "bench.json: host_costs[0].kernel_us: required key is missing;",
+        ),
     ],
 )
 def test_malformed_bench_json_names_the_file_and_key(tmp_path, content, message):

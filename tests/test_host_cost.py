@@ -1,0 +1,127 @@
+"""The lean call path of a generated kernel, on the CPU: the compiled program is a recorded stub and CPU
+tensors pass the device check, so which path a call takes is observable without a GPU."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from fusegen import checking, runtime
+from fusegen.bench import per_call_us
+from fusegen.runtime import KernelArgumentError, TensorSpec, allocate, strides_of
+
+TOKENS = 8
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    """A fresh launcher of the fp8 example whose program records its launches, and whose ops count calls."""
+    launches = []
+    monkeypatch.setattr(runtime, "compile_program", lambda program, target: program)
+    monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: launches.append(tensors))
+    monkeypatch.setattr(runtime.Launcher, "_check_device", lambda self, spec, tensor, device, role: None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
+    module = importlib.import_module("generated.rms_norm_rope_quant_fused.kernel")
+    launcher = runtime.Launcher(
+        module.NAME, module.IDENTITY, module.ROUTES, module.TARGET, module.INPUTS, module.OUTPUTS, module.Outputs, module.TOKENS
+    )
+    through_op = []
+    op, op_out = launcher.op, launcher.op_out
+    launcher.op = lambda *args: through_op.append("op") or op(*args)
+    launcher.op_out = lambda *tensors: through_op.append("op.out") or op_out(*tensors)
+    args = checking.random_inputs(module, TOKENS, torch.Generator().manual_seed(0), device="cpu")
+    out = checking.poisoned_outputs(module, TOKENS, device="cpu")
+    yield launcher, args, out, launches, through_op
+    runtime._SERVING[runtime.op_name(module.IDENTITY)] = module.launcher
+
+
+def test_a_signature_that_passed_the_checks_launches_without_the_op(stubbed):
+    launcher, args, out, launches, through_op = stubbed
+    for _ in range(3):
+        outputs = launcher(*args)
+        written = launcher(*args, out=out)
+    assert through_op == ["op", "op.out"]  # the first call of each signature only
+    assert len(launches) == 6
+    assert type(outputs) is launcher.output_type and type(written) is launcher.output_type
+    assert all(a is b for a, b in zip(written, out))
+    assert [(t.shape, t.dtype, t.stride()) for t in outputs] == [(t.shape, t.dtype, t.stride()) for t in out]
+    assert launches[-2][4:] == tuple(outputs)  # the functional call launched into the outputs it returned
+
+
+def test_an_admitted_signature_still_gets_every_check(stubbed):
+    launcher, args, out, launches, through_op = stubbed
+    launcher(*args, out=out)
+    with pytest.raises(KernelArgumentError, match="output 'q' must be torch.float8_e4m3fn, got torch.float16"):
+        launcher(*args, out=(out[0], out[0], out[2]))
+    storage = torch.empty(TOKENS * 4096 + 1, dtype=torch.float16)
+    misaligned = storage[1:].view(TOKENS, 4096)
+    with pytest.raises(KernelArgumentError, match="input 'x' must start on a 16-byte boundary"):
+        launcher(misaligned, *args[1:], out=out)
+    with pytest.raises(KernelArgumentError, match="out must be an Outputs, tuple or list of 3 tensors"):
+        launcher(*args, out=out[0])
+    assert len(launches) == 1
+
+
+def test_calls_autograd_or_a_dispatch_mode_must_see_go_through_the_op(stubbed):
+    launcher, args, out, launches, through_op = stubbed
+    launcher(*args)
+    weight = torch.nn.Parameter(args[1])
+    launcher(args[0], weight, *args[2:])
+    with torch.no_grad():
+        launcher(args[0], weight, *args[2:])  # nothing for autograd to see: straight to the program
+
+    seen = []
+
+    class Recording(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Recording():
+        launcher(*args)
+    assert through_op == ["op", "op", "op"]
+    assert any(name.startswith("fusegen.") for name in seen)
+    assert len(launches) == 4
+
+
+@pytest.mark.parametrize("layout", ["row", "column"])
+@pytest.mark.parametrize("tokens", [0, 1, 5, 8])
+def test_precomputed_output_strides_are_the_allocated_ones(layout, tokens):
+    for spec in (TensorSpec("o", torch.float32, ("m", 3), layout=layout), TensorSpec("o", torch.float16, ("m", 4096), layout=layout)):
+        assert strides_of(spec, tokens) == allocate(spec, tokens, "cpu").stride()
+
+
+def test_per_call_us_is_the_median_of_rounds_after_warmup(monkeypatch):
+    calls, synchronized = [], []
+    clock = iter([0.0, 0.002, 1.0, 1.001, 2.0, 2.009])  # rounds of 1000 calls: 2, 1 and 9 µs per call
+    monkeypatch.setattr("fusegen.bench.time.perf_counter", lambda: next(clock))
+    us = per_call_us(lambda: calls.append(1), calls=1000, rounds=3, warmup=5, synchronize=lambda: synchronized.append(1))
+    assert us == pytest.approx(2.0)
+    assert len(calls) == 5 + 3 * 1000
+    assert len(synchronized) == 4  # before each round, and after the last
+
+
+def test_bench_host_cost_times_each_call_into_its_field(monkeypatch):
+    """The timing needs a GPU; what is checked here is which call each field of HostCost measures."""
+    from types import SimpleNamespace
+
+    from fusegen import bench
+
+    timed = []
+    x = torch.ones(TOKENS, 4)
+    module = SimpleNamespace(
+        kernel=lambda *args, out=None: timed.append("kernel(out=)" if out else "kernel()"),
+        launcher=SimpleNamespace(name="k", compiled=lambda tokens: "compiled"),
+    )
+    monkeypatch.setattr(checking, "random_inputs", lambda module, tokens, generator: [x])
+    monkeypatch.setattr(checking, "poisoned_outputs", lambda module, tokens: [x])
+    monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: timed.append(f"program of {compiled}"))
+    monkeypatch.setattr(torch, "add", lambda a, b: timed.append("torch.add"))
+    microseconds = iter([4.0, 3.0, 2.0, 1.0])
+    monkeypatch.setattr(bench, "per_call_us", lambda call, synchronize: call() or next(microseconds))
+    cost = bench.host_cost(module, TOKENS)
+    assert timed == ["kernel()", "kernel(out=)", "program of compiled", "torch.add"]
+    assert (cost.kernel, cost.tokens, cost.kernel_us, cost.kernel_out_us, cost.program_us, cost.add_us) == ("k", TOKENS, 4.0, 3.0, 2.0, 1.0)
