@@ -334,12 +334,6 @@ CASES = {
         [rope(64, style="gptj", source="cache", max_position=4096), quant()],
         hidden=2048,
     ),
-}
-
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {
     # Per-head norms and RoPE, column ranges (issue 14).
     "qk_norm_rope_shuffle": case(
         "per-head RMSNorm (rstd per head) + whole-head neox RoPE from the cache by warp shuffle",
@@ -388,6 +382,11 @@ PENDING_GPU_CASES: dict = {
         outputs={"mean": True, "rstd": True},
     ),
 }
+
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them.
+PENDING_GPU_CASES: dict = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
