@@ -16,11 +16,9 @@ from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_b
 STREAM_GRID = "_grid"
 # The module-level name of the row's width (kernel.py binds it); fragments write it where they use the width.
 HIDDEN = "HIDDEN"
-# The module-level names of a head's width and of a norm's column range [NORM_START, NORM_END), bound by
-# the stages that use them (model.Constant); a per-column input that repeats per head or covers that
-# range only (model.Tensor.period, first_column) is indexed through them.
+# The module-level name of a head's width (the spec's head_dim), bound by the stages that work per head
+# (ops.head_dim_constant).
 HEAD_DIM = "HEAD_DIM"
-NORM_START, NORM_END = "NORM_START", "NORM_END"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 
@@ -126,9 +124,10 @@ class KernelFrame:
         """(the load of `tensor`'s value for row column `col`, the condition under which the column has
         one, or None where every column of the row does)."""
         if tensor.period:
-            at, valid = f"{col} % {HEAD_DIM}", None
-        elif tensor.first_column or tensor.shape[0].size != self.hidden:
-            at, valid = f"{col} - {NORM_START}" if tensor.first_column else col, column_range(col)
+            at, valid = f"{col} % {tensor.period}", None
+        elif tensor.columns:
+            start, end = tensor.columns
+            at, valid = f"{col} - {start}", all_of([f"{start} <= {col}", f"{col} < {end}"])
         else:
             at, valid = col, None
         if self.layout.pads_columns and valid is None:
@@ -319,11 +318,6 @@ def guarded(conditions: list[str], statement: str) -> list[str]:
 def indent(lines: list[str], spaces: int) -> list[str]:
     pad = " " * spaces
     return [pad + line if line else line for line in lines]
-
-
-def column_range(col: str = "j") -> str:
-    """Whether row column `col` lies in a norm's range [NORM_START, NORM_END)."""
-    return all_of([f"{NORM_START} <= {col}", f"{col} < {NORM_END}"])
 
 
 def all_of(conditions: list[str]) -> str:

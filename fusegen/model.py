@@ -64,12 +64,12 @@ class Tensor:
     # A table (rows, width) read at one row per token, the row that the (M,) int64 input of this param
     # names (RoPE's cos_sin_cache at each token's position); None: read whole or per token as shaped.
     index: str | None = None
-    # How a per-column input of `shape[0].size` values lines up with the row's columns. `period`: it
-    # repeats every `period` columns, column j reads value j % period (a per-head weight). Otherwise
-    # column j reads value j − first_column, for the columns [first_column, first_column + size) only
-    # (a norm over a column range); 0 and the full width: one value per column.
-    period: int | None = None
-    first_column: int = 0
+    # How a per-column input lines up with the row's columns, by the names of the kernel module's
+    # constants (model.Constant) that hold the numbers: `period` — it repeats every that many columns,
+    # column j reads value j % period (a per-head weight); `columns` — (start, end): it covers the columns
+    # [start, end) only, column j reads value j − start (a norm over a column range). Neither: value j.
+    period: str | None = None
+    columns: tuple[str, str] | None = None
 
     @property
     def per_token_row(self) -> bool:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import Field
 
-from ..model import Layout, Schedule, Scratch, Stage
+from ..codegen import HEAD_DIM
+from ..model import Constant, Layout, Schedule, Scratch, Stage
 from ..strict import Strict
 
 if TYPE_CHECKING:
@@ -46,6 +47,11 @@ RESIDUAL_ADD = Place(10, "residual add")
 NORMALIZE = Place(20, "normalization")
 ROTATE = Place(30, "rotation")
 QUANTIZE = Place(40, "quantisation")
+
+
+def head_dim_constant(head_dim: int) -> Constant:
+    """HEAD_DIM, bound by every stage that works per head (one binding in the kernel module)."""
+    return Constant(HEAD_DIM, head_dim, "columns per head: the row is heads × HEAD_DIM")
 
 
 def described(text: str) -> dict:

@@ -156,7 +156,7 @@ class LayerNorm(Op[LayerNormSpec]):
     def oracle_step(self, v, op, inputs, head_dim):
         import torch
 
-        extent = oracle_extent(op, v.shape[1], head_dim)
+        extent = oracle_extent(LayerNormSpec.model_validate(op), v.shape[1], head_dim)
         out, means, rstds = v.clone(), [], []
         for first, width in extent.segments(v.shape[1]):
             x = v[:, first : first + width]

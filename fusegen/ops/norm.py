@@ -10,14 +10,23 @@ block with the columns outside it masked to 0."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, HIDDEN, NORM_END, NORM_START, KernelFrame, column_range
+from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
 from ..model import Constant, Dim, Tensor
-from . import ChainContext, added_key, described
+from . import ChainContext, added_key, described, head_dim_constant
+
+# The kernel module's names of a column range's bounds [NORM_START, NORM_END).
+NORM_START, NORM_END = "NORM_START", "NORM_END"
+
+
+def column_range(col: str = "j") -> str:
+    """Whether row column `col` lies in the norm's range."""
+    return all_of([f"{NORM_START} <= {col}", f"{col} < {NORM_END}"])
+
 
 # A range boundary inside a vector leaves the vector's columns on both sides: the masked terms then fall
 # to scalar code (seen: no vector writes to sumsq_terms with [3, 997] in fp16).
@@ -106,7 +115,7 @@ class Extent:
         return Extent(**params["extent"])
 
     def params(self) -> dict:
-        return {"extent": self.__dict__.copy()}
+        return {"extent": asdict(self)}
 
     @property
     def whole_row(self) -> bool:
@@ -121,7 +130,7 @@ class Extent:
 
     def constants(self, norm: str) -> tuple[Constant, ...]:
         if self.over == "head":
-            return (Constant(HEAD_DIM, self.head_dim, "columns per head: the row is heads × HEAD_DIM"),)
+            return (head_dim_constant(self.head_dim),)
         if self.over == "columns":
             return (
                 Constant(NORM_START, self.lo, f"{norm}: the first column it normalises"),
@@ -141,7 +150,7 @@ class Extent:
                 "input",
                 f"{doc}, the same for every head",
                 offset=offset,
-                period=self.head_dim,
+                period=HEAD_DIM,
             )
         if self.over == "columns":
             return Tensor(
@@ -152,7 +161,7 @@ class Extent:
                 "input",
                 f"{doc} of columns [{self.lo}, {self.hi})",
                 offset=offset,
-                first_column=self.lo,
+                columns=(NORM_START, NORM_END),
             )
         return Tensor(param, arg, dtype, (Dim(size=hidden),), "input", doc, offset=offset)
 
@@ -243,14 +252,9 @@ class Extent:
         return per_segment if self.over == "head" else per_segment[:, 0]
 
 
-def oracle_extent(op: dict, hidden: int, head_dim: int | None) -> Extent:
-    """The extent of a spec's JSON form (the oracle reads specs, not stages)."""
-    if op.get("over", "row") == "head":
-        return Extent("head", heads=hidden // head_dim, padded_heads=hidden // head_dim, head_dim=head_dim)
-    if op.get("columns") is not None:
-        lo, hi = op["columns"]
-        return Extent("columns", lo=lo, hi=hi)
-    return Extent("row")
+def oracle_extent(op, hidden: int, head_dim: int | None) -> Extent:
+    """The extent of a validated norm spec over a row of `hidden` columns (the oracle reads specs, not stages)."""
+    return Extent.of(op, ChainContext("float64", hidden, {}, head_dim=head_dim))
 
 
 def small_variant(op: dict, small: ChainContext, full: ChainContext) -> dict:

@@ -303,8 +303,8 @@ class RMSNorm(Op[RMSNormSpec]):
     def oracle_step(self, v, op, inputs, head_dim):
         import torch
 
-        extent = oracle_extent(op, v.shape[1], head_dim)
-        offset = RMSNormSpec.model_validate(op).weight_offset
+        validated = RMSNormSpec.model_validate(op)
+        extent, offset = oracle_extent(validated, v.shape[1], head_dim), validated.weight_offset
         out, rstds = v.clone(), []
         for first, width in extent.segments(v.shape[1]):
             x = v[:, first : first + width]

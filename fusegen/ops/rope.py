@@ -16,7 +16,7 @@ from pydantic import Field
 from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
 from ..cuda_checks import Check
 from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
-from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, kind_field, register
+from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
 WARP_LANES = 32
 ALL_LANES = (1 << WARP_LANES) - 1
@@ -176,7 +176,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             "vectors; a neox span across tiles, warps or unaligned lanes), and registers cannot be read across threads."
         )
     where = f" of each of {ctx.heads} heads of {ctx.head_dim}" if ctx.head_dim else ""
-    head_constants = (Constant(HEAD_DIM, ctx.head_dim, "columns per head: the row is heads × HEAD_DIM"),) if ctx.head_dim else ()
+    head_constants = (head_dim_constant(ctx.head_dim),) if ctx.head_dim else ()
     return Stage(
         index=index,
         kind="rope",
