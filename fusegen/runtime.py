@@ -94,8 +94,9 @@ def column_strides(spec: TensorSpec, tokens) -> tuple:
     return (1, padded_tokens(tokens, spec.dtype.itemsize))
 
 
-def strides_of(spec: TensorSpec, tokens: int) -> tuple:
-    """The strides of an output as the kernel writes it (contiguous, or column_strides)."""
+def strides_of(spec: TensorSpec, tokens) -> tuple:
+    """The strides of an output as the kernel writes it (contiguous, or column_strides); `tokens` may be
+    symbolic (the fake implementation)."""
     if spec.layout == "column":
         return column_strides(spec, tokens)
     shape = shape_of(spec, tokens)
@@ -104,9 +105,7 @@ def strides_of(spec: TensorSpec, tokens: int) -> tuple:
 
 def allocate(spec: TensorSpec, tokens, device) -> torch.Tensor:
     """An output laid out as the kernel writes it; `tokens` may be symbolic (the fake implementation)."""
-    if spec.layout == "column":
-        return torch.empty_strided(shape_of(spec, tokens), column_strides(spec, tokens), dtype=spec.dtype, device=device)
-    return torch.empty(shape_of(spec, tokens), dtype=spec.dtype, device=device)
+    return torch.empty_strided(shape_of(spec, tokens), strides_of(spec, tokens), dtype=spec.dtype, device=device)
 
 
 def column_major(tensor: torch.Tensor) -> torch.Tensor:
