@@ -293,8 +293,7 @@ class KernelFrame:
         """Writes one float per row and head (a per-head rstd) from a (block_m, padded heads) fragment;
         the padding's heads and rows past the last token are not stored."""
         padded_heads = self.planned(fragment).shape[1]
-        conditions = [f"{self.token()} < {self.tokens}"] if self.rows_may_overhang else []
-        conditions += [f"h < {heads}"] if padded_heads > heads else []
+        conditions = self._row_exists() + ([f"h < {heads}"] if padded_heads > heads else [])
         return [
             f"for i, h in T.Parallel({self.bm}, {padded_heads}):",
             *guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[i, h]"),
@@ -302,10 +301,11 @@ class KernelFrame:
 
     def store_per_row(self, param: str, value: str, trailing_index: str = "") -> list[str]:
         """Writes one float per row (mean, rstd, a per-token scale) from a (block_m,) fragment."""
-        target = f"{param}[{self.token()}{trailing_index}]"
-        if self.rows_may_overhang:
-            return [f"for i in T.Parallel({self.bm}):", f"    if {self.token()} < {self.tokens}:", f"        {target} = {value}"]
-        return [f"for i in T.Parallel({self.bm}):", f"    {target} = {value}"]
+        return [f"for i in T.Parallel({self.bm}):", *guarded(self._row_exists(), f"{param}[{self.token()}{trailing_index}] = {value}")]
+
+    def _row_exists(self) -> list[str]:
+        """The condition that block row i is a token, where a block's rows may run past the last."""
+        return [f"{self.token()} < {self.tokens}"] if self.rows_may_overhang else []
 
 
 def guarded(conditions: list[str], statement: str) -> list[str]:
