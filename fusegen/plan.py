@@ -25,7 +25,7 @@ from .model import (
     partial_buffers,
 )
 from .ops import REGISTRY
-from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_stream
+from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_variant
 from .spec import KernelSpec, ScheduleHints, chain_context
 from .tuning import TunedRoute
 
@@ -81,7 +81,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_stream(spec, with_prefetch(spec, schedule, side_inputs), side_inputs)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), stages, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":

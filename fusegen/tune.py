@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from .errors import ChainError, SpecError, one_line
 from .model import Plan, TokenRange
 from .plan import plan
-from .schedule import thread_counts
+from .schedule import STREAM_MIN_ELEMS_PER_THREAD, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,
@@ -43,9 +43,6 @@ from .tuning import (
 BLOCK_M_CHOICES = (1, 2, 4)
 # Persistent-grid sizes tried for the stream variant (the planner's own count joins them as "auto").
 BLOCKS_PER_SM_CHOICES = (2, 3, 4, 5, 6, 8)
-# The stream variant pays a ring and a loop per row; with fewer values per thread than this the block
-# does too little per row for the overlap to pay (the prototype's best held 32–56, NOTES.md step 13).
-STREAM_MIN_ELEMS_PER_THREAD = 16
 # Fewer fp32 values per thread than this leave most threads idle between loads; more than the planner's
 # hard limit spill.
 MIN_ELEMS_PER_THREAD = 8
