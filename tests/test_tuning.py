@@ -23,6 +23,7 @@ from fusegen.tuning import (
     BucketWinner,
     GpuWinners,
     Measured,
+    NearbyRoute,
     Tuning,
     TuningTable,
     WinnerHints,
@@ -81,6 +82,35 @@ def test_winners_are_keyed_by_problem_not_by_name_or_gpu():
     assert not routes_for(table, spec, "Another GPU")
     assert not routes_for(table, spec.model_copy(update={"hidden": 8192}), GPU)
     assert problem_key(spec) != problem_key(spec.model_copy(update={"dtype": "bfloat16"}))
+
+
+def test_an_untuned_width_takes_the_winners_of_its_chain_at_the_nearest_tuned_width_of_its_bucket():
+    tuned_4096 = spec_of(hidden=4096)
+    table = with_winners(table_for(tuned_4096, *[hints(128)] * 3), spec_of(hidden=7168), GPU, winners_of(*[hints(256)] * 3))
+    routes = routes_for(table, spec_of(hidden=6144, name="renamed"), GPU)
+    assert [(type(r), r.tuned_hidden, r.hints["threads"]) for r in routes] == [(NearbyRoute, 7168, 256)]
+    assert "at hidden 7168, the nearest tuned width" in routes[0].origin
+    assert routes_for(table, spec_of(hidden=5120), GPU)[0].tuned_hidden == 4096
+    p = plan(spec_of(hidden=5120), "x.toml", routes_for(table, spec_of(hidden=5120), GPU))
+    assert (p.routes[0].schedule.variant, p.routes[0].schedule.threads) == ("fragment", 128)  # untuned: stream
+    assert "nearest tuned width" in p.routes[0].origin
+
+
+def test_winners_are_not_carried_across_a_width_bucket_nor_to_another_chain():
+    table = table_for(spec_of(hidden=4096), hints(64), hints(64), hints(64))
+    assert not routes_for(table, spec_of(hidden=2048), GPU)  # another octave
+    assert not routes_for(table, spec_of(hidden=8192), GPU)
+    assert not routes_for(table, spec_of(hidden=5120, dtype="bfloat16"), GPU)
+    assert not routes_for(table, spec_of(hidden=5120), "Another GPU")
+
+
+def test_nearby_winners_this_width_cannot_follow_leave_the_planner_its_own_rules():
+    """64 threads × 1 row hold 80 values of a 5120 row (the limit is 64): tuned at 4096, unusable at 5120."""
+    table = table_for(spec_of(hidden=4096), hints(64), hints(64), hints(64))
+    spec = spec_of(hidden=5120)
+    p = plan(spec, "x.toml", routes_for(table, spec, GPU))
+    assert p.routes[0].origin.startswith("planner rules") and p.routes[0].schedule.threads != 64
+    assert p.identity == plan(spec, "x.toml").identity
 
 
 def test_plan_emits_one_program_per_route_and_the_launcher_routes_by_count():
@@ -358,3 +388,4 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
     with pytest.raises(SpecError, match=says) as caught:
         Tuning.load(path, GPU)
     assert str(path) in str(caught.value)
+
