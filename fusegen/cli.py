@@ -291,6 +291,17 @@ def parser() -> argparse.ArgumentParser:
         choices=["eager", "compile", "compile_dynamic"],
         help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
     )
+    bench.add_argument(
+        "--sweep-tokens",
+        action="store_true",
+        help="also time each kernel at M = max(16384, 2^26 / hidden) tokens, so narrow rows move enough bytes to be judged against copy",
+    )
+    bench.add_argument(
+        "--baselines-up-to",
+        type=_at_least_one,
+        metavar="TOKENS",
+        help="time the baselines only at token counts up to this (torch.compile compiles once per count)",
+    )
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
     bench.add_argument(
         "--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)"
