@@ -257,6 +257,8 @@ def version_line() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    from .tune import QUICK_CANDIDATES
+
     root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
     root.add_argument("--version", action="version", version=version_line(), help="print the versions of fusegen, tilelang and torch")
     sub = root.add_subparsers(dest="command", required=True)
@@ -319,6 +321,14 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
+    tune.add_argument(
+        "--quick",
+        type=_at_least_one,
+        nargs="?",
+        const=QUICK_CANDIDATES,
+        metavar="K",
+        help=f"time only the planner's schedule and the K - 1 candidates the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
+    )
     tune.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")

@@ -389,3 +389,23 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
         Tuning.load(path, GPU)
     assert str(path) in str(caught.value)
 
+
+def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
+    from fusegen.tune import quick_candidates, rank_key, winners
+
+    spec = spec_of(hidden=7168, dtype="bfloat16")
+    found = candidates(spec)
+    quick = quick_candidates(found, 8)
+    assert quick[0] is found[0] and len(quick) == 8 < len(found)
+    assert {c.plan.schedule.variant for c in quick} == {"fragment", "stream"}
+    # Ranked by the planner's rules: no candidate left out ranks above the worst one taken of its variant.
+    for variant in ("fragment", "stream"):
+        taken = [rank_key(c.plan) for c in quick[1:] if c.plan.schedule.variant == variant]
+        left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
+        assert max(taken) <= min(left)
+    # With a fake timer the winner is the fastest of the quick set, and only where it beats the planner.
+    for i, c in enumerate(quick):
+        c.median_us = {bucket.measured_at: 100.0 - i for bucket in BUCKETS}
+    chosen = winners(spec, quick, Measured()).buckets
+    assert {b.median_us for b in chosen} == {93.0} and {b.planner_median_us for b in chosen} == {100.0}
+    assert chosen[0].hints.model_dump() == WinnerHints.model_validate(quick[-1].hints).model_dump()
