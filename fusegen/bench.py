@@ -31,6 +31,11 @@ GRAPH_CALLS = 32
 L2_MULTIPLE = 3  # rotate enough input sets to exceed the L2 this many times over
 MAX_SETS = 64
 COPY_BYTES = 1 << 30
+# Issue 16's sweep judges every width at M = max(SWEEP_MIN_TOKENS, SWEEP_ELEMENTS / hidden) tokens, so a
+# narrow row still moves enough bytes (256 MB read and written at 2 bytes an element) for launch and
+# tail effects not to count against it.
+SWEEP_MIN_TOKENS = 16384
+SWEEP_ELEMENTS = 1 << 26
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float, float]:
@@ -233,6 +238,19 @@ def bench_kernel(module, p, tokens: int, l2_bytes: int, progress, baselines) -> 
     return rows
 
 
+def sweep_tokens(hidden: int) -> int:
+    return max(SWEEP_MIN_TOKENS, SWEEP_ELEMENTS // hidden)
+
+
+def token_counts(p, tokens: tuple[int, ...], sweep: bool) -> list[int]:
+    """The counts one kernel is timed at: those asked for (only its own if the spec pins one), then its
+    sweep count where asked for and not among them."""
+    counts = [m for m in tokens if not p.tokens or m == p.tokens]
+    if sweep and not p.tokens and sweep_tokens(p.hidden) not in counts:
+        counts.append(sweep_tokens(p.hidden))
+    return counts
+
+
 def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
     """The spec as written, or re-targeted to each requested hidden size and dtype."""
     out = []
@@ -246,7 +264,21 @@ def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
     return out
 
 
-def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=None, dtypes=None, baselines=None, tuning_file=None):
+def run(
+    spec_paths: list[Path],
+    tokens: tuple[int, ...],
+    out_dir: Path,
+    hiddens=None,
+    dtypes=None,
+    baselines=None,
+    tuning_file=None,
+    sweep=False,
+    baselines_up_to=None,
+    host_costs=True,
+):
+    """`sweep`: also time each kernel at sweep_tokens(hidden); `baselines_up_to`: time the torch baselines
+    only at counts up to this (each torch.compile compiles once per count, which dominates a sweep's time);
+    `host_costs`: also measure each kernel's host µs per call."""
     import torch
     from tqdm import tqdm
 
@@ -268,7 +300,12 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
     rows: list[Row] = []
     costs: list[HostCost] = []
     scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
-    total = len(plans) * (len(tokens) * (1 + len(baselines or BASELINES)) + 1)
+    baselines = baselines or BASELINES
+
+    def baselines_at(m: int) -> tuple[str, ...]:
+        return baselines if baselines_up_to is None or m <= baselines_up_to else ()
+
+    total = len(plans) * host_costs + sum(1 + len(baselines_at(m)) for p in plans for m in token_counts(p, tokens, sweep))
     with tqdm(total=total, unit="timing", dynamic_ncols=True) as bar:
 
         def progress(label):
@@ -279,26 +316,38 @@ def run(spec_paths: list[Path], tokens: tuple[int, ...], out_dir: Path, hiddens=
         # Compiled in parallel first: one at a time, the 28 kernels of the target matrix (and torch.compile's
         # baselines) did not finish within 150 s on the H200 machine.
         in_worker_processes(cuda_sources_of_file, [(Path(m.__file__).parent / "kernel.py",) for m in modules], os.cpu_count() or 1)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        results = {"environment": env, "copy_tb_per_s": ceiling, "rows": []}
         for p, module in zip(plans, modules):
-            for m in tokens:
-                if p.tokens and m != p.tokens:
-                    continue
-                rows += bench_kernel(module, p, m, l2, progress, baselines or BASELINES)
-            progress(f"{p.name} host cost")
-            try:
-                costs.append(host_cost(module, p.tokens or HOST_COST_TOKENS))
-            except Exception as exc:  # reported like a kernel that cannot be timed, not fatal to the run
-                print(f"\n{p.name} host cost: not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results = {"environment": env, "copy_tb_per_s": ceiling, "rows": [asdict(r) for r in rows], "host_costs": [asdict(c) for c in costs]}
-    (out_dir / "bench.json").write_text(json.dumps(results, indent=1))
+            for m in token_counts(p, tokens, sweep):
+                rows += bench_kernel(module, p, m, l2, progress, baselines_at(m))
+            if host_costs:
+                progress(f"{p.name} host cost")
+                try:
+                    costs.append(host_cost(module, p.tokens or HOST_COST_TOKENS))
+                except Exception as exc:  # reported like a kernel that cannot be timed, not fatal to the run
+                    print(f"\n{p.name} host cost: not measured ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+            results["rows"], results["host_costs"] = [asdict(r) for r in rows], [asdict(c) for c in costs]
+            # Written after every kernel: a run cut short by a device call's time limit keeps what it measured.
+            (out_dir / "bench.json").write_text(json.dumps(results, indent=1))
     plot(rows, ceiling, out_dir / "bench.png", plot_title(env))
     return results
 
 
 def main(args) -> int:
     out_dir = Path(args.out_dir)
-    results = run([Path(p) for p in args.paths], tuple(args.tokens), out_dir, args.hidden, args.dtype, tuple(args.baselines), args.tuning)
+    results = run(
+        [Path(p) for p in args.paths],
+        tuple(args.tokens),
+        out_dir,
+        args.hidden,
+        args.dtype,
+        tuple(args.baselines),
+        args.tuning,
+        sweep=args.sweep_tokens,
+        baselines_up_to=args.baselines_up_to,
+        host_costs=args.host_cost,
+    )
     text = results_markdown(results)
     print(text)
     (out_dir / "bench.md").write_text(text)

@@ -257,6 +257,8 @@ def version_line() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    from .tune import QUICK_CANDIDATES
+
     root = argparse.ArgumentParser(prog="fusegen", description="Generate fused TileLang kernels from TOML op-chain specs.")
     root.add_argument("--version", action="version", version=version_line(), help="print the versions of fusegen, tilelang and torch")
     sub = root.add_subparsers(dest="command", required=True)
@@ -291,6 +293,23 @@ def parser() -> argparse.ArgumentParser:
         choices=["eager", "compile", "compile_dynamic"],
         help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
     )
+    bench.add_argument(
+        "--sweep-tokens",
+        action="store_true",
+        help="also time each kernel at M = max(16384, 2^26 / hidden) tokens, so narrow rows move enough bytes to be judged against copy",
+    )
+    bench.add_argument(
+        "--baselines-up-to",
+        type=_at_least_one,
+        metavar="TOKENS",
+        help="time the baselines only at token counts up to this (torch.compile compiles once per count)",
+    )
+    bench.add_argument(
+        "--no-host-cost",
+        dest="host_cost",
+        action="store_false",
+        help="skip the host µs per call of each kernel (about a second each; a sweep does not need it)",
+    )
     bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
     bench.add_argument(
         "--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)"
@@ -308,6 +327,14 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
     tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
+    tune.add_argument(
+        "--quick",
+        type=_at_least_one,
+        nargs="?",
+        const=QUICK_CANDIDATES,
+        metavar="K",
+        help=f"time only the planner's schedule and the K - 1 candidates the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
+    )
     tune.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")

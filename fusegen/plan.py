@@ -25,9 +25,9 @@ from .model import (
     partial_buffers,
 )
 from .ops import REGISTRY
-from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_stream
+from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_variant
 from .spec import KernelSpec, ScheduleHints, chain_context
-from .tuning import TunedRoute
+from .tuning import NearbyRoute, TunedRoute
 
 # The seed's shape: the ledger in plan.json is evaluated at this many tokens unless the spec pins them.
 LEDGER_TOKENS = 4096
@@ -81,7 +81,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_stream(spec, with_prefetch(spec, schedule, side_inputs), side_inputs)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), stages, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":
@@ -222,10 +222,18 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -> Plan:
     """`tuned`: measured winners by token range (tuning.py); without them one route serves every count."""
     if spec.tokens is not None:
-        tuned = tuple(TunedRoute(1, None, r.hints, r.origin) for r in tuned if r.serves(spec.tokens))
+        tuned = tuple(replace(r, first_tokens=1, last_tokens=None) for r in tuned if r.serves(spec.tokens))
+    routes = None
     if tuned:
-        routes = tuple(_tuned_route(spec, r) for r in tuned)
-    else:
+        try:
+            routes = tuple(_tuned_route(spec, r) for r in tuned)
+        except ChainError:
+            # Winners of another width are a hint, not a promise: where one does not fit this row the
+            # planner's own rules serve every count (winners of this very shape that do not fit are an error).
+            if not all(isinstance(r, NearbyRoute) for r in tuned):
+                raise
+            tuned = ()
+    if routes is None:
         routes = (_route(spec, 1, None, "planner rules (no tuning entry for this kernel)"),)
     stages = routes[-1].stages
     row_dims = (Dim(tokens=True), Dim(size=spec.hidden))

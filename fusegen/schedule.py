@@ -17,14 +17,16 @@ from .spec import MAX_TOKENS, KernelSpec, chain_context
 THREAD_CHOICES = tuple(range(32, 1025, 32))
 POWER_OF_TWO_THREADS = (32, 64, 128, 256, 512, 1024)
 # fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
-# under ~160 registers with no spills; 32 leaves room for two blocks per SM.
+# under ~160 registers with no spills.
 HARD_ELEMS_PER_THREAD = 64
-SOFT_ELEMS_PER_THREAD = 32
 # Elements per thread that measured best (H200, bf16, 4096 × 16384, NOTES.md): 128 threads holding 32
 # each ran RMSNorm at 3.84 TB/s and RMSNorm → RoPE at 3.73, against 3.15 and 3.08 with 256 threads
 # holding 16. TileLang's block reduction exchanges through shared memory once per halving above a warp
 # (two barriers each), so fewer, fuller threads pay fewer barriers per row.
 TARGET_ELEMS_PER_THREAD = 32
+MIN_GOOD_ELEMS_PER_THREAD = 24
+# A row may be padded by up to 1 / MAX_PADDING_SHARE of its width to keep 16-byte accesses.
+MAX_PADDING_SHARE = 8
 SHARED_BYTES_LIMIT = 48 * 1024
 MAX_BLOCK_M = 16
 # Side inputs loaded before the first reduction: their latency (a DRAM round trip for cos/sin, an L2
@@ -82,8 +84,20 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
                     # Measured (NOTES.md step 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast
                     # as 256 × 8-byte, and the RoPE and LayerNorm chains 25–40 % slower; tuning may still pick them.
                     not _power_of_two(threads),
-                    per_thread > SOFT_ELEMS_PER_THREAD,
-                    padded - n,  # padding costs registers and idle lanes, not DRAM bytes (masked)
+                    # Padding costs registers and idle lanes, not DRAM bytes (masked): up to an eighth of the
+                    # row is worth paying for 16-byte accesses, which come next, however many values per
+                    # thread they take (up to the hard limit). Hidden 5120 RMSNorm → RoPE → FP8 g128 ran at
+                    # 0.62 × copy on 256 threads × 8-byte vectors (issue 16), and at 7168 LayerNorm on 128
+                    # threads × 16-byte vectors beat 256 × 8-byte by 7 % (115.5 against 123.5 µs,
+                    # docs/bench/tune/tune.json), RMSNorm and RoPE within 1 %.
+                    padded - n > n // MAX_PADDING_SHARE,
+                    vector * elem < 16,
+                    padded - n,
+                    # Few values per thread are what measured slow, many (up to the hard limit) were not: at
+                    # 4096, 256 threads × 16 values ran 5–25 % and 512 × 8 1.3–2× slower than 128 × 32, while
+                    # 64 × 64 was within 2 %; at 7168, 512 × 14 ran 1.05–1.6× slower than 128 × 56
+                    # (docs/bench/tune/*.json, 16384 tokens).
+                    per_thread < MIN_GOOD_ELEMS_PER_THREAD,
                     abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
                     -vector,
                     threads,
@@ -207,8 +221,12 @@ MAX_BLOCKS_PER_SM = 16
 # A row's fp32 values plus indexing: fewer registers per thread than this must spill.
 REGISTERS_BESIDE_ROW = 32
 RING_SLOT_CHOICES = (2, 3, 4)
-# One row in flight while one is reduced; measured against deeper rings by `fusegen tune`.
-DEFAULT_RING_SLOTS = 2
+# Rows in flight per SM that the measured stream winners held (blocks per SM × (slots − 1) × row bytes,
+# 16384 tokens, docs/bench/tune/tune-stream*.md, tune-shuffle*.md): 32 KB at bf16 4096 (4 blocks, 2
+# slots), 40 KB at fp16 4096 (5, 2), 42 KB at fp16 7168 (3, 2), 56 KB at bf16 7168 (2 blocks, 3 slots).
+# A deeper ring than that never won (1–5 % slower, NOTES.md step 14), so the ring takes the fewest
+# slots that reach it: two for wide rows, more for short ones.
+STREAM_BYTES_IN_FLIGHT = 32 * 1024
 
 
 def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
@@ -266,39 +284,66 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
     _check_ring_copy_width(spec, schedule)
-    slots = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES) or DEFAULT_RING_SLOTS
-    ring = _stream_ring_bytes(spec, schedule, side_inputs, slots)
-    if ring > SHARED_BYTES_LIMIT:
-        key = "schedule.ring_slots" if spec.schedule.ring_slots != "auto" else "schedule.variant"
-        raise ChainError(
-            key,
-            f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}',
-        )
+    slots_hint = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES)
+    blocks_hint = spec.schedule.blocks_per_sm
 
     def registers_each(blocks: int) -> int:
         return SM_REGISTERS // (blocks * schedule.threads)
 
-    fits = [
-        b
-        for b in range(1, MAX_BLOCKS_PER_SM + 1)
-        if b * ring <= SM_SHARED_BYTES
-        and b * schedule.threads <= SM_THREADS
-        and registers_each(b) >= schedule.elems_per_thread + REGISTERS_BESIDE_ROW
-    ]
+    def sizing(slots: int) -> tuple[int, list[int]]:
+        """The ring's bytes at `slots` slots and the block counts per SM that fit beside it."""
+        ring = _stream_ring_bytes(spec, schedule, side_inputs, slots)
+        fits = [
+            b
+            for b in range(1, MAX_BLOCKS_PER_SM + 1)
+            if b * ring <= SM_SHARED_BYTES
+            and b * schedule.threads <= SM_THREADS
+            and registers_each(b) >= schedule.elems_per_thread + REGISTERS_BESIDE_ROW
+        ]
+        return ring, fits
+
+    def blocks_for(fits: list[int]) -> int:
+        if blocks_hint != "auto":
+            return blocks_hint
+        comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
+        return comfortable[-1]
+
+    slots = slots_hint or RING_SLOT_CHOICES[0]
+    ring, fits = sizing(slots)
+    if ring > SHARED_BYTES_LIMIT:
+        key = "schedule.ring_slots" if slots_hint else "schedule.variant"
+        raise ChainError(
+            key,
+            f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}',
+        )
     if not fits:
         raise ChainError("schedule.variant", f'"stream" cannot keep even one block of {schedule.threads} threads on an SM')
     described = (
         f"one of {', '.join(map(str, fits))} for this row ({schedule.threads} threads holding {schedule.elems_per_thread} "
         f"values each, a {ring}-byte ring)"
     )
-    hint = _checked_hint(spec.schedule.blocks_per_sm, "schedule.blocks_per_sm", tuple(fits), described)
-    if hint:
-        blocks, why = hint, "as the blocks_per_sm hint asks"
-    else:
-        comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
-        blocks, why = (
-            comfortable[-1],
-            f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need",
+    _checked_hint(blocks_hint, "schedule.blocks_per_sm", tuple(fits), described)
+    blocks = blocks_for(fits)
+    row_bytes = schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
+    while not slots_hint and blocks * (slots - 1) * row_bytes < STREAM_BYTES_IN_FLIGHT and slots < RING_SLOT_CHOICES[-1]:
+        deeper_ring, deeper_fits = sizing(slots + 1)
+        if deeper_ring > SHARED_BYTES_LIMIT or not deeper_fits or (blocks_hint != "auto" and blocks_hint not in deeper_fits):
+            break
+        deeper_blocks = blocks_for(deeper_fits)
+        if spec.tokens is not None and spec.tokens > stream_token_limit(deeper_blocks, slots + 1):
+            break
+        slots, ring, blocks = slots + 1, deeper_ring, deeper_blocks
+    why = (
+        "as the blocks_per_sm hint asks"
+        if blocks_hint != "auto"
+        else f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
+    )
+    if not slots_hint:
+        in_flight = blocks * (slots - 1) * row_bytes
+        why += (
+            f"; {slots} ring slots, the fewest that keep {STREAM_BYTES_IN_FLIGHT // 1024} KB of rows in flight per SM"
+            if in_flight >= STREAM_BYTES_IN_FLIGHT
+            else f"; {slots} ring slots, {in_flight // 1024} KB of rows in flight per SM (a deeper ring does not fit)"
         )
     limit = stream_token_limit(blocks, slots)
     if spec.tokens is not None and spec.tokens > limit:
@@ -357,13 +402,62 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
             variant="naive",
             reasons=schedule.reasons + ("the row is staged in shared memory and read from there twice (the textbook form)",),
         )
-    if variant == "auto":
-        schedule = replace(
-            schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",)
-        )
     if variant == "stream":
         schedule = replace(schedule, variant="stream")
     return schedule
+
+
+# Variant "auto" streams (NOTES.md steps 14–15) a chain whose traffic is read-heavy: stream won every
+# 16384-token bucket of the fp8-only chain at 7168 (87.7–89.5 against 91.3–92.7 µs one row per block)
+# and tied it at 4096 (51.7–52.3 against 51.2–52.3), and at hidden 5120 with groups of 128 it is what
+# tuning found (0.85 × copy against the fragment default's 0.62, issue 16); the chain that also writes
+# Y (1.5 bytes written per byte read) lost 5–8 % in stream at both widths (docs/bench/tune/
+# tune-shuffle*.md). Bytes written per byte read: a 2-byte row quantised to fp8 writes 0.49–0.56 (its
+# scales: per token to groups of 32), with the residual stream also written 0.75, with Y 1.5.
+STREAM_MAX_WRITE_SHARE = 0.6
+# Short rows stream whatever they write: one row per block leaves an SM too few bytes in flight
+# between a block's exit and the next one's loads (issue 16: LayerNorm fp16 1536 at 0.83 × copy
+# untuned); a persistent block keeps its next rows' copies in flight instead.
+SHORT_ROW_COLUMNS = 2048
+# The stream variant pays a ring and a loop per row; with fewer values per thread than this the block
+# does too little per row for the overlap to pay (the prototype's best held 32–56, NOTES.md step 13).
+STREAM_MIN_ELEMS_PER_THREAD = 16
+
+
+def _stream_by_default(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> str | None:
+    """Why variant "auto" should stream this chain, or None where one row per block measured better."""
+    if schedule.elems_per_thread < STREAM_MIN_ELEMS_PER_THREAD:
+        return None
+    if not schedule.prefetch and any(t.per_token_row for t in side_inputs):
+        return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
+    row = spec.hidden * DTYPE_BYTES[spec.dtype]
+    read = row + sum(t.bytes_per_token() for s in stages for t in s.inputs)
+    written = (row if spec.writes_y else 0) + sum(t.bytes_per_token() for s in stages for t in s.outputs)
+    if written <= STREAM_MAX_WRITE_SHARE * read:
+        return f"each token writes {written} bytes for the {read} it reads: read-heavy chains measured fastest streamed"
+    if spec.hidden <= SHORT_ROW_COLUMNS:
+        return f"a short row ({spec.hidden} ≤ {SHORT_ROW_COLUMNS} columns): one row per block leaves an SM too few bytes in flight"
+    return None
+
+
+def with_variant(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """The variant "auto" resolves to, stream sized: streamed where `_stream_by_default` says so and the
+    ring can take the row, one row per block (fragment) otherwise."""
+    if schedule.variant == "stream":
+        return with_stream(spec, schedule, side_inputs)
+    if spec.schedule.variant != "auto" or schedule.variant != "fragment":
+        return schedule
+    why = _stream_by_default(spec, schedule, stages, side_inputs)
+    if why is None:
+        return replace(
+            schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",)
+        )
+    try:
+        return with_stream(
+            spec, replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream: {why}",)), side_inputs
+        )
+    except ChainError as exc:
+        return replace(schedule, reasons=schedule.reasons + (f"variant auto → fragment: {why}, but {exc.message}",))
 
 
 # Measured (NOTES.md steps 13 and 15): one barrier less per row, but on one-row-per-block schedules the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -24,7 +25,7 @@ from pydantic import ValidationError
 from .errors import ChainError, SpecError, one_line
 from .model import Plan, TokenRange
 from .plan import plan
-from .schedule import thread_counts
+from .schedule import STREAM_MIN_ELEMS_PER_THREAD, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,
@@ -43,9 +44,6 @@ from .tuning import (
 BLOCK_M_CHOICES = (1, 2, 4)
 # Persistent-grid sizes tried for the stream variant (the planner's own count joins them as "auto").
 BLOCKS_PER_SM_CHOICES = (2, 3, 4, 5, 6, 8)
-# The stream variant pays a ring and a loop per row; with fewer values per thread than this the block
-# does too little per row for the overlap to pay (the prototype's best held 32–56, NOTES.md step 13).
-STREAM_MIN_ELEMS_PER_THREAD = 16
 # Fewer fp32 values per thread than this leave most threads idle between loads; more than the planner's
 # hard limit spill.
 MIN_ELEMS_PER_THREAD = 8
@@ -117,6 +115,44 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         key = json.dumps(_concrete(p), sort_keys=True)
         found.setdefault(key, Candidate(_concrete(p), p))
     return list(found.values())
+
+
+# `fusegen tune --quick` times the planner's own schedule and the candidates these rules rank highest.
+QUICK_CANDIDATES = 8
+
+
+def rank_key(p: Plan) -> tuple:
+    """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
+    first: 16-byte accesses; one row per block (two or four rows per block ran 1.2–2× slower at 4096 and
+    7168); 24–64 values per thread (fewer ran 1.05–2× slower); a power-of-two block; for stream, about 32 KB
+    of rows in flight per SM and 128 threads (every stream winner had both); then prefetch on and the
+    values per thread nearest 32."""
+    s = p.schedule
+    elem_bytes = s.vector_bytes // s.vector_elems
+    in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
+    return (
+        s.vector_bytes < 16,
+        s.block_m > 1,
+        not 24 <= s.elems_per_thread <= 64,
+        s.threads & (s.threads - 1) != 0,
+        s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
+        abs(math.log2(s.elems_per_thread / 32)),
+        not s.joint_reduction,
+        not s.prefetch,
+        s.threads,
+    )
+
+
+def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
+    """The planner's own schedule (always timed: the winner must beat it) and the `count` − 1 others
+    rank_key puts first, taken from each variant in turn: which variant wins moved with the chain and
+    the width (NOTES.md steps 14–15), so neither is left out."""
+    by_variant: dict[str, list[Candidate]] = {}
+    for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
+        by_variant.setdefault(candidate.plan.schedule.variant, []).append(candidate)
+    turns = itertools.zip_longest(*by_variant.values())
+    ranked = [c for turn in turns for c in turn if c is not None]
+    return [found[0], *ranked[: count - 1]]
 
 
 def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:
@@ -233,6 +269,8 @@ def main(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     changed = False
     found_by_spec = [(spec, candidates(spec)) for spec in specs]
+    if args.quick:
+        found_by_spec = [(spec, quick_candidates(found, args.quick)) for spec, found in found_by_spec]
     count = sum(len(found) for _, found in found_by_spec)
     print(f"compiling and checking {count} candidates of {len(specs)} kernels")
     modules = compile_all(found_by_spec, scratch, args.jobs or os.cpu_count() or 1)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -50,6 +51,14 @@ class TunedRoute(TokenRange):
 
     hints: dict
     origin: str
+
+
+@dataclass(frozen=True)
+class NearbyRoute(TunedRoute):
+    """Winners of the same chain tuned at another width of the same width bucket: the planner follows
+    them where it can and falls back to its own rules where a hint does not fit this width."""
+
+    tuned_hidden: int
 
 
 def _matching(pattern: str, what: str):
@@ -152,6 +161,10 @@ class GpuWinners(Strict):
 
 class ProblemWinners(Strict):
     problem: ProblemSummary  # readable summary; the key is its hash
+    # The problem without its width (chain_key) and the width: how a spec at an untuned width of the same
+    # chain finds these winners. Absent in files tuned before nearby widths were looked up.
+    chain: ProblemKey | None = None
+    hidden: int | None = Field(default=None, ge=1)
     gpus: dict[GpuName, GpuWinners]
 
 
@@ -188,6 +201,20 @@ def problem_of(spec) -> dict:
 
 def problem_key(spec) -> str:
     return hashlib.sha256(json.dumps(problem_of(spec), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def chain_key(spec) -> str:
+    """The problem without its width: specs that differ only in hidden share it."""
+    chain = problem_of(spec)
+    del chain["hidden"]
+    return hashlib.sha256(json.dumps(chain, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def width_bucket(hidden: int) -> int:
+    """Widths of one octave ([2^k, 2^(k+1))) share tuning: the schedule space moves with the values per
+    thread, and the winners measured at 4096 and 7168 differ (NOTES.md steps 12–15), so a winner is not
+    carried across a doubling."""
+    return hidden.bit_length()
 
 
 def problem_summary(spec) -> str:
@@ -236,20 +263,39 @@ def load_table(path: Path) -> TuningTable:
 
 
 def routes_for(table: TuningTable, spec, gpu: str) -> tuple[TunedRoute, ...]:
-    """The winners for this spec on `gpu`, adjacent buckets with the same winner merged; () if untuned."""
+    """The winners for this spec on `gpu`, adjacent buckets with the same winner merged; where this
+    shape was never tuned, those of the same chain at the nearest tuned width of its width bucket
+    (NearbyRoute); () if neither."""
     entry = table.problems.get(problem_key(spec))
     winners = entry.gpus.get(gpu) if entry else None
-    if winners is None:
+    if winners is not None:
+        return _merged_routes(winners, gpu, lambda first, last, hints, origin: TunedRoute(first, last, hints, origin))
+    chain, bucket = chain_key(spec), width_bucket(spec.hidden)
+    nearby = sorted(
+        (abs(math.log2(other.hidden / spec.hidden)), other.hidden, key)
+        for key, other in table.problems.items()
+        if other.chain == chain and other.hidden and width_bucket(other.hidden) == bucket and gpu in other.gpus
+    )
+    if not nearby:
         return ()
+    _, hidden, key = nearby[0]
+    return _merged_routes(
+        table.problems[key].gpus[gpu],
+        gpu,
+        lambda first, last, hints, origin: NearbyRoute(first, last, hints, f"{origin} at hidden {hidden}, the nearest tuned width", hidden),
+    )
+
+
+def _merged_routes(winners: GpuWinners, gpu: str, route) -> tuple[TunedRoute, ...]:
     routes: list[TunedRoute] = []
+    when = (winners.measured.date or "date unknown")[:10]
+    origin = f"tuning on {gpu} ({when}, commit {winners.measured.commit or 'unknown'})"
     for bucket in winners.buckets:
         hints = bucket.hints.model_dump()
         if routes and routes[-1].hints == hints:
-            routes[-1] = TunedRoute(routes[-1].first_tokens, bucket.last_tokens, hints, routes[-1].origin)
+            routes[-1] = replace(routes[-1], last_tokens=bucket.last_tokens)
             continue
-        when = (winners.measured.date or "date unknown")[:10]
-        origin = f"tuning on {gpu} ({when}, commit {winners.measured.commit or 'unknown'})"
-        routes.append(TunedRoute(bucket.first_tokens, bucket.last_tokens, hints, origin))
+        routes.append(route(bucket.first_tokens, bucket.last_tokens, hints, origin))
     return tuple(routes)
 
 
@@ -258,7 +304,7 @@ def with_winners(table: TuningTable, spec, gpu: str, winners: GpuWinners) -> Tun
     key = problem_key(spec)
     gpus = dict(problems[key].gpus) if key in problems else {}
     gpus[gpu] = winners
-    problems[key] = ProblemWinners(problem=problem_summary(spec), gpus=gpus)
+    problems[key] = ProblemWinners(problem=problem_summary(spec), chain=chain_key(spec), hidden=spec.hidden, gpus=gpus)
     return TuningTable(problems=problems)
 
 

@@ -23,6 +23,7 @@ from fusegen.tuning import (
     BucketWinner,
     GpuWinners,
     Measured,
+    NearbyRoute,
     Tuning,
     TuningTable,
     WinnerHints,
@@ -81,6 +82,35 @@ def test_winners_are_keyed_by_problem_not_by_name_or_gpu():
     assert not routes_for(table, spec, "Another GPU")
     assert not routes_for(table, spec.model_copy(update={"hidden": 8192}), GPU)
     assert problem_key(spec) != problem_key(spec.model_copy(update={"dtype": "bfloat16"}))
+
+
+def test_an_untuned_width_takes_the_winners_of_its_chain_at_the_nearest_tuned_width_of_its_bucket():
+    tuned_4096 = spec_of(hidden=4096)
+    table = with_winners(table_for(tuned_4096, *[hints(128)] * 3), spec_of(hidden=7168), GPU, winners_of(*[hints(256)] * 3))
+    routes = routes_for(table, spec_of(hidden=6144, name="renamed"), GPU)
+    assert [(type(r), r.tuned_hidden, r.hints["threads"]) for r in routes] == [(NearbyRoute, 7168, 256)]
+    assert "at hidden 7168, the nearest tuned width" in routes[0].origin
+    assert routes_for(table, spec_of(hidden=5120), GPU)[0].tuned_hidden == 4096
+    p = plan(spec_of(hidden=5120), "x.toml", routes_for(table, spec_of(hidden=5120), GPU))
+    assert (p.routes[0].schedule.variant, p.routes[0].schedule.threads) == ("fragment", 128)  # untuned: stream
+    assert "nearest tuned width" in p.routes[0].origin
+
+
+def test_winners_are_not_carried_across_a_width_bucket_nor_to_another_chain():
+    table = table_for(spec_of(hidden=4096), hints(64), hints(64), hints(64))
+    assert not routes_for(table, spec_of(hidden=2048), GPU)  # another octave
+    assert not routes_for(table, spec_of(hidden=8192), GPU)
+    assert not routes_for(table, spec_of(hidden=5120, dtype="bfloat16"), GPU)
+    assert not routes_for(table, spec_of(hidden=5120), "Another GPU")
+
+
+def test_nearby_winners_this_width_cannot_follow_leave_the_planner_its_own_rules():
+    """64 threads × 1 row hold 80 values of a 5120 row (the limit is 64): tuned at 4096, unusable at 5120."""
+    table = table_for(spec_of(hidden=4096), hints(64), hints(64), hints(64))
+    spec = spec_of(hidden=5120)
+    p = plan(spec, "x.toml", routes_for(table, spec, GPU))
+    assert p.routes[0].origin.startswith("planner rules") and p.routes[0].schedule.threads != 64
+    assert p.identity == plan(spec, "x.toml").identity
 
 
 def test_plan_emits_one_program_per_route_and_the_launcher_routes_by_count():
@@ -193,12 +223,14 @@ def test_build_reports_a_damaged_tuning_file_and_writes_nothing(tmp_path):
 def test_candidates_start_with_the_planner_choice_and_respect_pinned_hints():
     spec = spec_of()
     found = candidates(spec)
+    # The fp8-only chain writes half what it reads: the planner streams it (schedule.py).
     assert found[0].hints == {
         **hints(plan(spec, "x").schedule.threads),
+        "variant": "stream",
         "prefetch": True,
-        "joint_reduction": False,
-        "blocks_per_sm": "auto",
-        "ring_slots": "auto",
+        "joint_reduction": True,
+        "blocks_per_sm": 4,
+        "ring_slots": 2,
     }
     keys = [json.dumps(c.hints, sort_keys=True) for c in found]
     assert len(keys) == len(set(keys)) > 10
@@ -356,3 +388,24 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
     with pytest.raises(SpecError, match=says) as caught:
         Tuning.load(path, GPU)
     assert str(path) in str(caught.value)
+
+
+def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
+    from fusegen.tune import quick_candidates, rank_key, winners
+
+    spec = spec_of(hidden=7168, dtype="bfloat16")
+    found = candidates(spec)
+    quick = quick_candidates(found, 8)
+    assert quick[0] is found[0] and len(quick) == 8 < len(found)
+    assert {c.plan.schedule.variant for c in quick} == {"fragment", "stream"}
+    # Ranked by the planner's rules: no candidate left out ranks above the worst one taken of its variant.
+    for variant in ("fragment", "stream"):
+        taken = [rank_key(c.plan) for c in quick[1:] if c.plan.schedule.variant == variant]
+        left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
+        assert max(taken) <= min(left)
+    # With a fake timer the winner is the fastest of the quick set, and only where it beats the planner.
+    for i, c in enumerate(quick):
+        c.median_us = {bucket.measured_at: 100.0 - i for bucket in BUCKETS}
+    chosen = winners(spec, quick, Measured()).buckets
+    assert {b.median_us for b in chosen} == {93.0} and {b.planner_median_us for b in chosen} == {100.0}
+    assert chosen[0].hints.model_dump() == WinnerHints.model_validate(quick[-1].hints).model_dump()

@@ -1,0 +1,131 @@
+"""The planner's own schedule where nothing is tuned (issue 16): 16-byte vectors wherever a power-of-two
+block can hold the row, the stream variant for read-heavy chains and short rows (with a ring deep
+enough to keep rows in flight), one row per block elsewhere — and every spec of the sweep
+(perf/sweep/, scripts/sweep_specs.py) planned, compiled and passing the CUDA checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusegen.build import collect_spec_files, load_and_plan
+from fusegen.plan import plan
+from fusegen.schedule import STREAM_BYTES_IN_FLIGHT
+from fusegen.spec import KernelSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEP = ROOT / "perf" / "sweep"
+
+RMS = {"kind": "rmsnorm"}
+LN = {"kind": "layernorm"}
+
+
+def planned(ops, dtype="bfloat16", hidden=4096, **extra):
+    spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
+    return plan(spec, "k.toml").routes[0].schedule
+
+
+def rope(dim=64, **kw):
+    return {"kind": "rope", "rope_dim": dim, **kw}
+
+
+def quant(group="token", **kw):
+    return {"kind": "quant_fp8", "group_size": group, **kw}
+
+
+def test_issue_5120_rope_group_quant_streams_16_byte_vectors():
+    """Measured 0.62 × copy on the old default (256 threads × 8-byte vectors, one row per block); tuning
+    found stream at 0.85."""
+    s = planned([RMS, rope(), quant(128)], hidden=5120, outputs={"y": False})
+    assert (s.variant, s.vector_bytes, s.padded_hidden) == ("stream", 16, 5120)
+    assert any("read-heavy" in r for r in s.reasons)
+
+
+@pytest.mark.parametrize("hidden", [2560, 3584, 5120, 7168])
+def test_widths_off_a_power_of_two_tile_keep_16_byte_vectors(hidden):
+    s = planned([RMS, rope()], hidden=hidden)
+    assert s.vector_bytes == 16 and s.padded_hidden == hidden and s.threads & (s.threads - 1) == 0
+
+
+@pytest.mark.parametrize("ops", [[LN], [RMS, rope()], [LN, rope(), quant(64)]])
+@pytest.mark.parametrize("hidden", [512, 1024, 1536, 2048])
+def test_short_rows_stream_with_rows_in_flight(ops, hidden):
+    """Issue 16: LayerNorm fp16 1536 ran at 0.83 × copy with one row per block."""
+    s = planned(ops, "float16", hidden)
+    assert s.variant == "stream" and s.block_m == 1
+    assert s.blocks_per_sm * (s.ring_slots - 1) * hidden * 2 >= STREAM_BYTES_IN_FLIGHT
+
+
+def test_wide_chains_that_write_y_keep_one_row_per_block():
+    """Stream lost 5–8 % to one row per block for RMSNorm → RoPE → FP8 with Y at 4096 and 7168."""
+    for hidden in (4096, 7168):
+        assert planned([RMS, rope(), quant()], hidden=hidden).variant == "fragment"
+        assert planned([LN], hidden=hidden).variant == "fragment"
+
+
+def test_stream_ring_depth_reaches_the_bytes_in_flight_of_the_measured_winners():
+    # bf16 7168 fp8-only: the tuned winner is 128 threads × 2 blocks per SM × a 3-slot ring.
+    s = planned([RMS, rope(), quant()], hidden=7168, outputs={"y": False})
+    assert (s.variant, s.threads, s.blocks_per_sm, s.ring_slots) == ("stream", 128, 2, 3)
+    # At 4096 four blocks of two slots already hold 32 KB: a deeper ring measured 1–5 % slower.
+    s = planned([RMS, rope(), quant()], hidden=4096, outputs={"y": False})
+    assert (s.blocks_per_sm, s.ring_slots) == (4, 2)
+
+
+def test_a_pinned_ring_or_grid_is_kept_as_asked():
+    s = planned([RMS, rope(), quant()], hidden=7168, outputs={"y": False}, schedule={"ring_slots": 2, "variant": "stream"})
+    assert s.ring_slots == 2
+    s = planned([LN], "float16", 1024, schedule={"blocks_per_sm": 3, "variant": "stream"})
+    assert s.blocks_per_sm == 3
+
+
+def test_a_read_heavy_row_the_ring_cannot_split_falls_back_to_one_row_per_block():
+    """3840 bf16 = 480 vectors: no power-of-two block covers it without padding, and the ring copies only
+    whole vectors per thread — fragment, saying why."""
+    s = planned([RMS, quant()], hidden=3840, outputs={"y": False})
+    assert s.variant == "fragment" and any("variant auto → fragment" in r and "but" in r for r in s.reasons)
+
+
+def test_a_spec_that_names_its_variant_is_not_streamed():
+    assert planned([LN], "float16", 1536, schedule={"variant": "fragment"}).variant == "fragment"
+
+
+def _generator():
+    loaded = importlib.util.spec_from_file_location("sweep_specs", ROOT / "scripts" / "sweep_specs.py")
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules["sweep_specs"] = module
+    loaded.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_sweep_is_what_its_generator_writes(tmp_path):
+    generator = _generator()
+    assert generator.main([str(tmp_path)]) == 0
+    written = {p.name: p.read_text() for p in tmp_path.glob("*.toml")}
+    assert written == {p.name: p.read_text() for p in SWEEP.glob("*.toml")}
+    assert len(written) >= 40
+
+
+def test_the_sweep_generator_refuses_a_rotation_that_drops_an_axis_value(monkeypatch):
+    generator = _generator()
+    monkeypatch.setattr(generator, "CHAINS", tuple(c for c in generator.CHAINS if c[0] != "rms_cache_rope"))
+    with pytest.raises(SystemExit, match="'source': \\['cache'\\]"):
+        generator.generate(16)
+
+
+def test_every_sweep_spec_plans_16_byte_row_accesses():
+    for p in load_and_plan(collect_spec_files([SWEEP])):
+        s = p.routes[0].schedule
+        assert s.vector_bytes == 16, (p.name, s.reasons)
+
+
+def test_every_sweep_spec_compiles_with_clean_cuda(tmp_path):
+    """`fusegen build` compiles each for sm_90a and runs the CUDA checks; it writes nothing unless all pass."""
+    from fusegen.build import build
+    from fusegen.tuning import UNTUNED
+
+    build([SWEEP], tmp_path / "out", jobs=2, tuning=UNTUNED)
+    assert len(list((tmp_path / "out").glob("*/kernel.cu"))) == len(list(SWEEP.glob("*.toml")))
