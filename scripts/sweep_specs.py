@@ -45,7 +45,10 @@ CHAINS = (
     ("add_rms_quant", ("add_residual", "rmsnorm", "quant_fp8")),
     ("rms_cache_rope", ("rmsnorm", "rope")),
     ("ln_rope_quant", ("layernorm", "rope", "quant_fp8")),
+    ("qk_norm_rope", ("rmsnorm", "rope")),
+    ("cols_norm_rope", ("rmsnorm", "rope")),
 )
+HEAD_DIMS = (64, 128, 256)
 
 
 # The untuned shapes issue 16 measured short of 0.90 × copy on the H200 (16384 tokens), kept as they were.
@@ -88,6 +91,10 @@ def _groups_dividing(hidden: int) -> list:
 def _op(kind: str, label: str, hidden: int, rng: random.Random) -> dict:
     if kind == "rmsnorm":
         op = {"kind": kind, "eps": 1e-6}
+        if label == "qk_norm_rope":
+            op["over"] = "head"
+        elif label == "cols_norm_rope":
+            op["columns"] = [0, hidden - 64]  # the RoPE's 64-column tail passes through the norm
         if rng.random() < 0.2:
             op["weight"] = False
         elif label.startswith("add_") and rng.random() < 0.5:
@@ -105,8 +112,10 @@ def _op(kind: str, label: str, hidden: int, rng: random.Random) -> dict:
             "span": rng.choice(("tail", "head")),
             "style": rng.choice(("neox", "gptj")),
         }
-        if label == "rms_cache_rope":
+        if label in ("rms_cache_rope", "qk_norm_rope"):
             op |= {"source": "cache", "max_position": 32768}
+        if label == "cols_norm_rope":
+            op |= {"rope_dim": 64, "span": "tail", "style": "gptj"}
         return op
     if kind == "quant_fp8":
         op = {"kind": kind, "group_size": rng.choice(_groups_dividing(hidden))}
@@ -134,6 +143,9 @@ def generate(seed: int) -> dict[str, dict]:
             ops = [_op(kind, label, hidden, rng) for kind in kinds]
             name = f"sweep_{label}_{dtype.replace('float', 'f')}_{hidden}"
             spec = {"name": name, "dtype": dtype, "hidden": hidden, "op": ops}
+            if label == "qk_norm_rope":
+                head_dim = rng.choice([d for d in HEAD_DIMS if hidden % d == 0 and d >= ops[1]["rope_dim"]])
+                spec = {"name": name, "dtype": dtype, "hidden": hidden, "head_dim": head_dim, "op": ops}
             if "quant_fp8" in kinds or "rope" in kinds:
                 # A quantising chain's consumers read Q (the `_y` variant writes the row too); a RoPE chain
                 # without quantisation always writes its row.
@@ -148,7 +160,7 @@ def generate(seed: int) -> dict[str, dict]:
 def _check_coverage(specs: dict[str, dict]) -> None:
     """Every axis value of the module docstring appears in the sweep; raises naming the missing ones."""
     seen: dict[str, set] = {"hidden": set(), "dtype": set(), "kind": set(), "y": set()}
-    for key in ("group_size", "style", "span", "source", "scale_layout", "fp8", "scale"):
+    for key in ("group_size", "style", "span", "source", "scale_layout", "fp8", "scale", "over"):
         seen[key] = set()
     for spec in specs.values():
         seen["hidden"].add(spec["hidden"])
@@ -171,6 +183,7 @@ def _check_coverage(specs: dict[str, dict]) -> None:
         "scale_layout": {"column"},
         "fp8": {"e5m2"},
         "scale": {"ue8m0"},
+        "over": {"head"},
     }
     missing = {key: sorted(map(str, values - seen[key])) for key, values in wanted.items() if values - seen[key]}
     if missing:
@@ -190,7 +203,7 @@ def _toml_value(value) -> str:
 
 def to_toml(spec: dict, seed: int) -> str:
     lines = [f"{HEADER} --seed {seed}: issue 16's sweep, run untuned by scripts/gpu_sweep.sh"]
-    lines += [f"{key} = {_toml_value(spec[key])}" for key in ("name", "dtype", "hidden")]
+    lines += [f"{key} = {_toml_value(spec[key])}" for key in ("name", "dtype", "hidden", "head_dim") if key in spec]
     for op in spec["op"]:
         lines += ["", "[[op]]"] + [f"{key} = {_toml_value(value)}" for key, value in op.items()]
     if "outputs" in spec:
