@@ -407,36 +407,29 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     return schedule
 
 
-# Variant "auto" streams (NOTES.md steps 14–15) a chain whose traffic is read-heavy: stream won every
-# 16384-token bucket of the fp8-only chain at 7168 (87.7–89.5 against 91.3–92.7 µs one row per block)
-# and tied it at 4096 (51.7–52.3 against 51.2–52.3), and at hidden 5120 with groups of 128 it is what
-# tuning found (0.85 × copy against the fragment default's 0.62, issue 16); the chain that also writes
-# Y (1.5 bytes written per byte read) lost 5–8 % in stream at both widths (docs/bench/tune/
-# tune-shuffle*.md). Bytes written per byte read: a 2-byte row quantised to fp8 writes 0.49–0.56 (its
-# scales: per token to groups of 32), with the residual stream also written 0.75, with Y 1.5.
-STREAM_MAX_WRITE_SHARE = 0.6
-# Short rows stream whatever they write: one row per block leaves an SM too few bytes in flight
-# between a block's exit and the next one's loads (issue 16: LayerNorm fp16 1536 at 0.83 × copy
-# untuned); a persistent block keeps its next rows' copies in flight instead.
-SHORT_ROW_COLUMNS = 2048
+# Variant "auto" streams only rows of at most a kilobyte. The issue-16 sweep (docs/bench/sweep/ab.md: 33
+# specs timed with both variants in one H200 run, 16384–131072 tokens, 16-byte vectors either way)
+# found one row per block faster on every wider row: read-heavy chains too (RMSNorm → FP8 bf16 4096 at
+# 128 threads 0.90 against 0.83 × copy streamed, fp16 RMSNorm → RoPE → FP8 1024 0.97 against 0.85,
+# LayerNorm → RoPE → FP8 fp32 1536 0.97 against 0.79), and rows of 1.5–4 KB whatever they write (fp16
+# LayerNorm 1536 0.93 against 0.85, fp16 RMSNorm 2048 0.97 against 0.90). Only the 1 KB rows gained:
+# fp16 RMSNorm 512 0.89 against 0.79, bf16 LayerNorm 512 0.85 against 0.78 — 32 threads hold the whole
+# row in two vectors each, too little per block to keep an SM's loads in flight, which the ring does.
+STREAM_MAX_ROW_BYTES = 1024
 # The stream variant pays a ring and a loop per row; with fewer values per thread than this the block
 # does too little per row for the overlap to pay (the prototype's best held 32–56, NOTES.md step 13).
 STREAM_MIN_ELEMS_PER_THREAD = 16
 
 
-def _stream_by_default(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> str | None:
+def _stream_by_default(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> str | None:
     """Why variant "auto" should stream this chain, or None where one row per block measured better."""
     if schedule.elems_per_thread < STREAM_MIN_ELEMS_PER_THREAD:
         return None
     if not schedule.prefetch and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
     row = spec.hidden * DTYPE_BYTES[spec.dtype]
-    read = row + sum(t.bytes_per_token() for s in stages for t in s.inputs)
-    written = (row if spec.writes_y else 0) + sum(t.bytes_per_token() for s in stages for t in s.outputs)
-    if written <= STREAM_MAX_WRITE_SHARE * read:
-        return f"each token writes {written} bytes for the {read} it reads: read-heavy chains measured fastest streamed"
-    if spec.hidden <= SHORT_ROW_COLUMNS:
-        return f"a short row ({spec.hidden} ≤ {SHORT_ROW_COLUMNS} columns): one row per block leaves an SM too few bytes in flight"
+    if row <= STREAM_MAX_ROW_BYTES:
+        return f"a short row ({row} bytes ≤ {STREAM_MAX_ROW_BYTES}): one row per block leaves an SM too few bytes in flight"
     return None
 
 
@@ -447,7 +440,7 @@ def with_variant(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...]
         return with_stream(spec, schedule, side_inputs)
     if spec.schedule.variant != "auto" or schedule.variant != "fragment":
         return schedule
-    why = _stream_by_default(spec, schedule, stages, side_inputs)
+    why = _stream_by_default(spec, schedule, side_inputs)
     if why is None:
         return replace(
             schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",)
