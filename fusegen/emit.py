@@ -65,6 +65,10 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
         lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
         lines += frame.stream_rows(per_token, schedule.blocks_per_sm, schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
+    if schedule.blocks_per_sm > 1:
+        # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
+        # one reduces and stores (schedule.with_fragment_residency).
+        lines.insert(0, f"T.annotate_min_blocks_per_sm({schedule.blocks_per_sm})")
     return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
 
 
@@ -124,6 +128,7 @@ def schedule_summary(route: Route) -> str:
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
+        + (f", {s.blocks_per_sm} blocks per SM" if s.variant == "fragment" and s.blocks_per_sm > 1 else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
     )

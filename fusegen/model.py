@@ -173,7 +173,7 @@ class Schedule:
     joint_reduction: bool  # the norm stage and the last stage share one exchange (ops.JointReduction)
     register_estimate: int
     reasons: tuple[str, ...]
-    blocks_per_sm: int | None = None  # stream: resident blocks per SM, the launch bound
+    blocks_per_sm: int | None = None  # stream and fragment: resident blocks per SM, the launch bound
     ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
 
     @property

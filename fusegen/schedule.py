@@ -367,9 +367,10 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f'only applies to variant = "splitk", not "{hints.variant}"')
-    for key in ("blocks_per_sm", "ring_slots"):
-        if getattr(hints, key) != "auto" and hints.variant != "stream":
-            raise ChainError(f"schedule.{key}", f'only applies to variant = "stream", not "{hints.variant}"')
+    if hints.ring_slots != "auto" and hints.variant != "stream":
+        raise ChainError("schedule.ring_slots", f'only applies to variant = "stream", not "{hints.variant}"')
+    if hints.blocks_per_sm != "auto" and hints.variant not in ("stream", "fragment"):
+        raise ChainError("schedule.blocks_per_sm", f'applies to variant = "stream" or "fragment", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:
         raise ChainError("schedule.block_m", f'variant "stream" takes one row per step: block_m must be "auto" or 1, got {block_m}')
     multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
@@ -433,24 +434,60 @@ def _stream_by_default(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
     return None
 
 
+# A fragment block holds its row in registers from load to store, with a barrier or two between, so an
+# SM keeps loads in flight only through its other resident blocks. Where registers leave room for only
+# one block, wide rows starve: in the issue-16 sweep (H200, 16384 tokens) fp16 LayerNorm → RoPE 12288 ran
+# at 0.49 × copy and RMSNorm → RoPE → FP8 16384 at 0.47 on every thread count from 256 to 1024 (79 and 72
+# registers × 512 threads: one block per SM), while bf16 RMSNorm → FP8 12288 ran 0.98 on 256 threads (two
+# blocks fit) against 0.86 on 512 (one). A launch bound of two blocks lets ptxas fit both rows where
+# the estimate below is at most a fifth over its cap: those two kernels then compile to 64 registers
+# with no spill, while fp32 LayerNorm → FP8 12288 (estimate 104 against 64) spilled 148 bytes.
+FRAGMENT_SQUEEZE = 1.25
+
+
+def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
+    """Registers a fragment thread needs, as ptxas allotted them in the sweep's kernels (within ~10 %): the
+    row's fp32 values, the per-column side inputs staged in their own dtype, and indexing beside them."""
+    staged_bytes = sum(DTYPE_BYTES[t.dtype] for t in side_inputs if t.per_column) if schedule.prefetch else 0
+    return schedule.elems_per_thread + -(-schedule.elems_per_thread * staged_bytes // 4) + REGISTERS_BESIDE_ROW
+
+
+def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """Blocks per SM of a fragment schedule: two where registers would otherwise keep one and the launch
+    bound can fit two (FRAGMENT_SQUEEZE), else one."""
+    hint = _checked_hint(spec.schedule.blocks_per_sm, "schedule.blocks_per_sm", (1, 2), "1 or 2 for variant fragment")
+    need = fragment_registers(schedule, side_inputs)
+    cap = SM_REGISTERS // (2 * schedule.threads)
+    if hint:
+        blocks, why = hint, "as the blocks_per_sm hint asks"
+    elif need * schedule.threads * 2 > SM_REGISTERS and need <= FRAGMENT_SQUEEZE * cap and 2 * schedule.threads <= SM_THREADS:
+        blocks = 2
+        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
+    else:
+        return replace(schedule, blocks_per_sm=1)
+    return replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,))
+
+
 def with_variant(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> Schedule:
     """The variant "auto" resolves to, stream sized: streamed where `_stream_by_default` says so and the
     ring can take the row, one row per block (fragment) otherwise."""
     if schedule.variant == "stream":
         return with_stream(spec, schedule, side_inputs)
-    if spec.schedule.variant != "auto" or schedule.variant != "fragment":
+    if schedule.variant != "fragment":
         return schedule
+    if spec.schedule.variant != "auto":
+        return with_fragment_residency(spec, schedule, side_inputs)
     why = _stream_by_default(spec, schedule, side_inputs)
     if why is None:
-        return replace(
-            schedule, reasons=schedule.reasons + ("variant auto → fragment: the whole row fits in registers, so x is read once",)
-        )
+        fragment = "variant auto → fragment: the whole row fits in registers, so x is read once"
+        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     try:
         return with_stream(
             spec, replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream: {why}",)), side_inputs
         )
     except ChainError as exc:
-        return replace(schedule, reasons=schedule.reasons + (f"variant auto → fragment: {why}, but {exc.message}",))
+        fragment = f"variant auto → fragment: {why}, but {exc.message}"
+        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
 
 
 # Measured (NOTES.md steps 13 and 15): one barrier less per row, but on one-row-per-block schedules the

@@ -106,8 +106,9 @@ class ScheduleHints(Strict):
     )
     blocks_per_sm: Literal["auto"] | int = Field(
         default="auto",
-        json_schema_extra=described(  # variant "stream"
-            "stream only: resident blocks per SM (the grid is this × the SMs). " + AUTO
+        json_schema_extra=described(
+            "stream: resident blocks per SM (the grid is this × the SMs); fragment: 1 or 2, the blocks per SM the "
+            "launch bound keeps room for in registers. " + AUTO
         ),
     )
     ring_slots: Literal["auto"] | int = Field(

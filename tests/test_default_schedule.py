@@ -129,3 +129,29 @@ def test_every_sweep_spec_compiles_with_clean_cuda(tmp_path):
 
     build([SWEEP], tmp_path / "out", jobs=2, tuning=UNTUNED)
     assert len(list((tmp_path / "out").glob("*/kernel.cu"))) == len(list(SWEEP.glob("*.toml")))
+
+
+def test_a_wide_row_that_registers_keep_to_one_block_per_sm_asks_for_two():
+    """fp16 LayerNorm → RoPE 12288 ran 0.49 × copy with one 512-thread block per SM (79 registers); the
+    launch bound for two compiles it to 64 registers without spilling (schedule.with_fragment_residency)."""
+    s = planned([LN, rope(128)], "float16", 12288)
+    assert (s.variant, s.threads, s.blocks_per_sm) == ("fragment", 512, 2)
+    assert any("two blocks per SM" in r for r in s.reasons)
+
+
+def test_a_row_too_big_to_squeeze_into_two_blocks_keeps_one():
+    """fp32 LayerNorm → FP8 12288 stages weight and bias in fp32: ~104 registers against the 64 of two
+    blocks, which spilled 148 bytes."""
+    s = planned([LN, quant()], "float32", 12288, outputs={"y": False})
+    assert s.blocks_per_sm == 1
+
+
+def test_rows_with_room_for_several_blocks_get_no_launch_bound():
+    for hidden in (1024, 4096, 7168):
+        assert planned([RMS, rope(), quant()], hidden=hidden).blocks_per_sm == 1
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_a_fragment_blocks_per_sm_hint_is_the_launch_bound(blocks):
+    s = planned([LN, rope(128)], "float16", 12288, schedule={"variant": "fragment", "blocks_per_sm": blocks})
+    assert s.blocks_per_sm == blocks
