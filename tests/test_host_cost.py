@@ -87,6 +87,23 @@ def test_calls_autograd_or_a_dispatch_mode_must_see_go_through_the_op(stubbed):
     assert len(launches) == 4
 
 
+def test_executable_of_is_the_programs_entry_function():
+    """What the launcher calls is tvm_ffi's C entry itself, whether TileLang compiled the program in this
+    process (a runtime.Executable, whose __call__ walks the module's import tree in Python on every call)
+    or loaded it from its cache (a module, whose __call__ is a Python frame)."""
+    from types import SimpleNamespace
+
+    import tilelang  # noqa: F401  (puts the tvm that TileLang bundles on the path)
+    import tvm_ffi
+    from tvm import runtime as tvm_runtime
+
+    program = importlib.import_module("generated.rms_norm_rope_quant_fused").launcher.compiled(TOKENS).adapter.get_exportable_executable()
+    module = program.jit() if isinstance(program, tvm_runtime.Executable) else program
+    for executable in (tvm_runtime.Executable(module), module):
+        compiled = SimpleNamespace(adapter=SimpleNamespace(get_exportable_executable=lambda held=executable: held))
+        assert isinstance(runtime.executable_of(compiled), tvm_ffi.Function)
+
+
 @pytest.mark.parametrize("layout", ["row", "column"])
 @pytest.mark.parametrize("tokens", [0, 1, 5, 8])
 def test_precomputed_output_strides_are_the_allocated_ones(layout, tokens):
