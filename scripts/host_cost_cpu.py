@@ -25,7 +25,7 @@ def stub_the_gpu() -> None:
     runtime.compile_program = lambda program, target: None
     runtime.executable_of = lambda compiled: lambda *tensors: None
     runtime.Launcher._check_device = lambda self, spec, tensor, device, role: None
-    torch.cuda.current_device = lambda: None  # a CPU tensor's device index, so no device switch
+    torch._C._cuda_getDevice = lambda: None  # a CPU tensor's device index, so no device switch
 
 
 def no_op_op():
