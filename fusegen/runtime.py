@@ -12,7 +12,7 @@ import operator
 import os
 import threading
 from collections import namedtuple
-from functools import reduce
+from functools import partial, reduce
 from pathlib import Path
 from typing import NamedTuple
 
@@ -412,17 +412,20 @@ def aligned(tensors) -> bool:
 
 class Admitted:
     """What a call of one admitted signature needs, worked out once: its program (None for zero tokens),
-    and the arguments of the empty_strided call of each output (tokens fixed)."""
+    and the empty_strided call of each output with its arguments bound (a partial calls it from C: 0.3 µs
+    less for three outputs than a comprehension passing them, scripts/host_cost_cpu.py)."""
 
     __slots__ = ("tokens", "device", "program", "empties")
 
     def __init__(self, tokens: int, device, program, outputs: tuple[TensorSpec, ...]):
         self.tokens, self.device, self.program = tokens, device, program
-        self.empties = tuple((shape_of(spec, tokens), strides_of(spec, tokens), spec.dtype) for spec in outputs)
+        self.empties = tuple(
+            partial(torch.empty_strided, shape_of(spec, tokens), strides_of(spec, tokens), dtype=spec.dtype, device=device)
+            for spec in outputs
+        )
 
     def allocate(self) -> list[torch.Tensor]:
-        device = self.device
-        return [torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype in self.empties]
+        return [*map(operator.call, self.empties)]
 
 
 class Armed:
