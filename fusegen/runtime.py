@@ -12,11 +12,12 @@ import operator
 import os
 import threading
 from collections import namedtuple
-from functools import reduce
+from functools import partial, reduce
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
+from torch._C._dynamo.guards import TensorGuards
 
 from .model import HOPPER_SMS, padded_tokens
 
@@ -146,8 +147,9 @@ class Launcher:
         self.tokens = tokens
         self.compilations = 0
         self._compiled = {}  # program -> compiled kernel; routes may share a program
-        self._executables = {}  # program -> its TileLang executable, called directly (see executable_of)
+        self._executables = {}  # program -> its TileLang entry function, called directly (see executable_of)
         self._admitted = {}  # signature (see signature()) of a call that passed every check -> its Admitted
+        self._armed = {}  # (inputs, tensors, tokens) -> the Armed of the last signature kernel(...) armed there
         self._lock = threading.Lock()
         self.op, self.op_out = register_ops(self)
 
@@ -274,26 +276,45 @@ class Launcher:
         return True
 
     def __call__(self, *args, out=None):
-        """kernel(...). A call whose signature passed every check before launches from here; any other
-        call (the first of a signature, a traced call, a tensor subclass, a call autograd or a dispatch
-        mode must see, a bad call) goes through the torch op, whose implementation checks it in full."""
-        if not torch.compiler.is_compiling() and not torch._C._len_torch_dispatch_stack():
+        """kernel(...). A call that matches a signature armed for it (see Armed) launches from here; any
+        other call (the first of a signature, a traced call, a tensor subclass, a call autograd or a dispatch
+        mode must see, a bad call) goes through the torch op, whose implementation checks it in full, and
+        then arms its signature."""
+        direct = not torch.compiler.is_compiling() and not torch._C._len_torch_dispatch_stack()
+        matched = False
+        if direct:
             tensors = args if out is None else args + tuple(out) if isinstance(out, (tuple, list)) else None
-            admitted = self._admitted.get(signature(len(args), tensors)) if tensors else None
-            if admitted is not None and aligned(tensors) and not (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, tensors))):
+            try:
+                armed = self._armed.get((len(args), len(tensors), tensors[0].shape[0]))
+            except (TypeError, IndexError, AttributeError):  # not a sequence of tensors: the op's checks say why
+                armed = None
+            matched = armed is not None and armed.guards.check(*tensors)
+            if matched and aligned(tensors) and not (armed.records_grad and torch.is_grad_enabled()):
                 if out is None:
-                    results = admitted.allocate()
-                    self._launch(admitted, (*args, *results))
-                    return tuple.__new__(self.output_type, results)
-                self._launch(admitted, tensors)
+                    out = armed.admitted.allocate()
+                    tensors = (*args, *out)
+                run_on(armed.device_index, armed.executable, tensors)
                 return tuple.__new__(self.output_type, out)
         if not self._takes(args, out):
             self.check(args, out)  # raises: every call _takes refuses breaks one of the checks
         if out is None:
             results = self.op(*args)
-            return self.output_type(results) if len(self.outputs) == 1 else self.output_type(*results)
-        self.op_out(*args, *out)
-        return self.output_type(*out)
+            outputs = self.output_type(results) if len(self.outputs) == 1 else self.output_type(*results)
+        else:
+            self.op_out(*args, *out)
+            outputs = self.output_type(*out)
+        if direct and not matched:
+            self._arm(args, tensors)
+        return outputs
+
+    def _arm(self, args, tensors) -> None:
+        """Arms the signature of a call the op has just run, for kernel(...)'s direct launch — only one the op's
+        implementation admitted itself, so never a tensor subclass that handled the op its own way. Zero
+        tokens (nothing to launch) and debug mode (index checks before each launch) stay with the op."""
+        admitted = self._admitted.get(signature(len(args), tensors))
+        if admitted is None or admitted.program is None or DEBUG:
+            return
+        remember(self._armed, (len(args), len(tensors), admitted.tokens), Armed(tensors, admitted, self._executable(admitted)))
 
     def _admit(self, tensors, args, out) -> Admitted:
         """The Admitted of a call, after check() the first time its signature is seen: shapes, strides,
@@ -305,9 +326,7 @@ class Launcher:
             self.check(args, out)
             tokens = args[0].shape[0]
             admitted = Admitted(tokens, args[0].device, self.routes[self.route_index(tokens)][2] if tokens else None, self.outputs)
-            if len(self._admitted) >= ADMITTED_SIGNATURES:
-                self._admitted.clear()
-            self._admitted[key] = admitted
+            remember(self._admitted, key, admitted)
         if not aligned(tensors):
             self.check(args, out)  # raises unless the misaligned tensor is empty (nothing to load)
         return admitted
@@ -323,19 +342,18 @@ class Launcher:
                     f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})"
                 )
 
+    def _executable(self, admitted: Admitted):
+        executable = self._executables.get(admitted.program)
+        if executable is None:
+            executable = self._executables[admitted.program] = executable_of(self.compiled(admitted.tokens))
+        return executable
+
     def _launch(self, admitted: Admitted, tensors) -> None:
         if admitted.program is None:  # zero tokens: nothing to run
             return
         if DEBUG:
             self.check_indices(tensors[: len(self.inputs)])
-        executable = self._executables.get(admitted.program)
-        if executable is None:
-            executable = self._executables[admitted.program] = executable_of(self.compiled(admitted.tokens))
-        if admitted.device.index == torch.cuda.current_device():
-            executable(*tensors)
-        else:  # switching devices costs microseconds per call, so only when needed
-            with torch.cuda.device(admitted.device):
-                executable(*tensors)
+        run_on(admitted.device.index, self._executable(admitted), tensors)
 
     def run(self, *args):
         """The functional op: checks, allocates the outputs and launches."""
@@ -364,6 +382,13 @@ class Launcher:
 # refilling it costs one full check per signature.
 ADMITTED_SIGNATURES = 4096
 
+
+def remember(cache: dict, key, value) -> None:
+    if len(cache) >= ADMITTED_SIGNATURES:
+        cache.clear()
+    cache[key] = value
+
+
 # C-level getters: a call's signature is read in a few interpreter steps (scripts/host_cost_cpu.py).
 # The class is part of it: only the types that reached the op's implementation (tensors and parameters,
 # never a fake or wrapper subclass without storage) are ever admitted.
@@ -387,25 +412,62 @@ def aligned(tensors) -> bool:
 
 class Admitted:
     """What a call of one admitted signature needs, worked out once: its program (None for zero tokens),
-    and the arguments of the empty_strided call of each output (tokens fixed)."""
+    and the empty_strided call of each output with its arguments bound (a partial calls it from C: 0.3 µs
+    less for three outputs than a comprehension passing them, scripts/host_cost_cpu.py)."""
 
     __slots__ = ("tokens", "device", "program", "empties")
 
     def __init__(self, tokens: int, device, program, outputs: tuple[TensorSpec, ...]):
         self.tokens, self.device, self.program = tokens, device, program
-        self.empties = tuple((shape_of(spec, tokens), strides_of(spec, tokens), spec.dtype) for spec in outputs)
+        self.empties = tuple(
+            partial(torch.empty_strided, shape_of(spec, tokens), strides_of(spec, tokens), dtype=spec.dtype, device=device)
+            for spec in outputs
+        )
 
     def allocate(self) -> list[torch.Tensor]:
-        device = self.device
-        return [torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype in self.empties]
+        return [*map(operator.call, self.empties)]
+
+
+class Armed:
+    """A signature the op admitted, armed for kernel(...) to launch without the op: `guards` checks a call's
+    tensors against it in C++ (class, dispatch keys, dtype, device, requires_grad, shape and strides: every
+    check but alignment), 0.4 µs for seven tensors where building and looking up the signature tuple cost
+    2.6 (scripts/host_cost_cpu.py). TensorGuards is what torch.compile checks its graphs' inputs with; it
+    holds no tensor. The grad mode is not in it: `records_grad` says whether a tensor requires grad, so that
+    such a call goes through the op while grad is enabled."""
+
+    __slots__ = ("guards", "admitted", "executable", "device_index", "records_grad")
+
+    def __init__(self, tensors, admitted: Admitted, executable):
+        self.guards = TensorGuards(
+            *tensors,
+            dynamic_dims_sizes=[list(tensor.shape) for tensor in tensors],  # every size and stride fixed
+            dynamic_dims_strides=[list(tensor.stride()) for tensor in tensors],
+        )
+        self.admitted, self.executable = admitted, executable
+        self.device_index = admitted.device.index
+        self.records_grad = any(map(_REQUIRES_GRAD, tensors))
+
+
+def run_on(device_index: int, executable, tensors) -> None:
+    """Runs the executable on the tensors' device and leaves the caller's current device as it was: the
+    program's host code selects the tensors' device itself (TVM's __tvm_set_device) and never restores it.
+    torch._C._cuda_getDevice is torch.cuda.current_device without its Python lazy-init frames; the tensors
+    are on CUDA, so CUDA is initialised."""
+    if device_index == torch._C._cuda_getDevice():
+        executable(*tensors)
+    else:  # switching devices costs microseconds per call, so only when needed
+        with torch.cuda.device(device_index):
+            executable(*tensors)
 
 
 def executable_of(compiled):
-    """The compiled program's tvm_ffi executable, which takes every argument, outputs included. TileLang's
-    Python wrapper around it re-derives output shapes and scans its parameters on each call (12.5 µs per
-    call measured on the H200 host, torch.add 9.4); a launcher that passes every output itself needs none
-    of that."""
-    return compiled.adapter.get_exportable_executable()
+    """The compiled program's tvm_ffi entry function, which takes every argument, outputs included.
+    TileLang's Python wrapper around it re-derives output shapes and scans its parameters on each call
+    (12.5 µs per call measured on the H200 host, torch.add 9.4), and its executable's __call__ walks the
+    module's import tree in Python on each call (runtime.Executable.jit, 7 µs on the CPU) before it looks
+    up `main`: a launcher that passes every output itself needs none of that, so it calls `main` itself."""
+    return compiled.adapter.get_exportable_executable()["main"]
 
 
 # Every kernel's ops live in one `fusegen` namespace, whichever module defines them.

@@ -23,7 +23,7 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(runtime, "compile_program", lambda program, target: program)
     monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: launches.append(tensors))
     monkeypatch.setattr(runtime.Launcher, "_check_device", lambda self, spec, tensor, device, role: None)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: None, raising=False)  # a CPU tensor's device index
     module = importlib.import_module("generated.rms_norm_rope_quant_fused.kernel")
     launcher = runtime.Launcher(
         module.NAME, module.IDENTITY, module.ROUTES, module.TARGET, module.INPUTS, module.OUTPUTS, module.Outputs, module.TOKENS
@@ -85,6 +85,91 @@ def test_calls_autograd_or_a_dispatch_mode_must_see_go_through_the_op(stubbed):
     assert through_op == ["op", "op", "op"]
     assert any(name.startswith("fusegen.") for name in seen)
     assert len(launches) == 4
+
+
+def test_an_armed_call_reads_no_signature_and_no_python_device_query(stubbed, monkeypatch):
+    """The direct launch checks an armed signature in C++ (Armed.guards) and asks torch._C for the current
+    device: no signature tuple, no torch.cuda.current_device and its lazy-init frames."""
+    launcher, args, out, launches, through_op = stubbed
+    launcher(*args)
+    launcher(*args, out=out)
+    signatures = []
+    monkeypatch.setattr(runtime, "signature", lambda *key: signatures.append(key))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: pytest.fail("torch.cuda.current_device() called"))
+    for _ in range(3):
+        launcher(*args)
+        launcher(*args, out=out)
+    assert signatures == []
+    assert through_op == ["op", "op.out"] and len(launches) == 8
+
+
+def test_each_token_count_is_armed_once(stubbed):
+    launcher, args, out, launches, through_op = stubbed
+    module = importlib.import_module("generated.rms_norm_rope_quant_fused")
+    fewer = checking.random_inputs(module, 5, torch.Generator().manual_seed(1), device="cpu")
+    for _ in range(3):
+        launcher(*args)
+        launcher(*fewer)
+    assert through_op == ["op", "op"] and len(launches) == 6
+
+
+def test_outputs_passed_as_inputs_never_take_the_out_variants_launch(stubbed):
+    launcher, args, out, launches, through_op = stubbed
+    launcher(*args, out=out)
+    with pytest.raises(KernelArgumentError, match=r"takes 4 tensors \(x, weight, cos, sin\), got 7"):
+        launcher(*args, *out)
+    assert len(launches) == 1
+
+
+class Wrapped(torch.Tensor):
+    """A wrapper subclass that handles every op itself (here: runs it on the tensor it wraps)."""
+
+    handled = []
+
+    @staticmethod
+    def __new__(cls, inner):
+        return torch.Tensor._make_wrapper_subclass(cls, inner.shape, strides=inner.stride(), dtype=inner.dtype, device=inner.device)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        cls.handled.append(str(func))
+
+        def unwrap(value):
+            return value.inner if isinstance(value, Wrapped) else value
+
+        return func(*map(unwrap, args), **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+def test_a_subclass_that_handles_the_op_itself_is_never_armed(stubbed):
+    """The op's implementation saw the wrapped tensor, never the wrapper: kernel(...) must keep handing the
+    wrapper to the op, even once the wrapped signature is armed."""
+    launcher, args, out, launches, through_op = stubbed
+    launcher(*args)
+    Wrapped.handled.clear()
+    for _ in range(2):
+        launcher(Wrapped(args[0]), *args[1:])
+    assert through_op == ["op", "op", "op"]
+    assert len(Wrapped.handled) == 2 and all(name.startswith("fusegen.") for name in Wrapped.handled)
+
+
+def test_executable_of_is_the_programs_entry_function():
+    """What the launcher calls is tvm_ffi's C entry itself, whether TileLang compiled the program in this
+    process (a runtime.Executable, whose __call__ walks the module's import tree in Python on every call)
+    or loaded it from its cache (a module, whose __call__ is a Python frame)."""
+    from types import SimpleNamespace
+
+    import tilelang  # noqa: F401  (puts the tvm that TileLang bundles on the path)
+    import tvm_ffi
+    from tvm import runtime as tvm_runtime
+
+    program = importlib.import_module("generated.rms_norm_rope_quant_fused").launcher.compiled(TOKENS).adapter.get_exportable_executable()
+    module = program.jit() if isinstance(program, tvm_runtime.Executable) else program
+    for executable in (tvm_runtime.Executable(module), module):
+        compiled = SimpleNamespace(adapter=SimpleNamespace(get_exportable_executable=lambda held=executable: held))
+        assert isinstance(runtime.executable_of(compiled), tvm_ffi.Function)
 
 
 @pytest.mark.parametrize("layout", ["row", "column"])
