@@ -436,12 +436,12 @@ def _stream_by_default(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
 
 # A fragment block holds its row in registers from load to store, with a barrier or two between, so an
 # SM keeps loads in flight only through its other resident blocks. Where registers leave room for only
-# one block, wide rows starve: in the issue-16 sweep (H200, 16384 tokens) fp16 LayerNorm → RoPE 12288 ran
-# at 0.49 × copy and RMSNorm → RoPE → FP8 16384 at 0.47 on every thread count from 256 to 1024 (79 and 72
-# registers × 512 threads: one block per SM), while bf16 RMSNorm → FP8 12288 ran 0.98 on 256 threads (two
-# blocks fit) against 0.86 on 512 (one). A launch bound of two blocks lets ptxas fit both rows where
-# the estimate below is at most a fifth over its cap: those two kernels then compile to 64 registers
-# with no spill, while fp32 LayerNorm → FP8 12288 (estimate 104 against 64) spilled 148 bytes.
+# one block, wide rows starve. The issue-16 sweep (H200, 16384 tokens, docs/bench/sweep/): fp16 LayerNorm
+# → RoPE 12288 ran 0.49 × copy with one 512-thread block per SM (79 registers) and 0.72 with a launch
+# bound of two (64 registers, no spill); RMSNorm → RoPE → FP8 16384 0.47 → 0.69, with Y in bf16 0.65 →
+# 0.86. ptxas fits two blocks where the estimate below is at most a fifth over the cap. Where staged
+# weight and bias do not fit (fp32 LayerNorm → FP8 12288: ~104 registers against 64; a bound of two
+# spilled and ran 0.47), reading them where they are used does: 0.86, against 0.63 staged on one block.
 FRAGMENT_SQUEEZE = 1.25
 
 
@@ -454,18 +454,32 @@ def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> i
 
 def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     """Blocks per SM of a fragment schedule: two where registers would otherwise keep one and the launch
-    bound can fit two (FRAGMENT_SQUEEZE), else one."""
+    bound can fit two (FRAGMENT_SQUEEZE) — without staging the side inputs if only that fits — else one."""
     hint = _checked_hint(spec.schedule.blocks_per_sm, "schedule.blocks_per_sm", (1, 2), "1 or 2 for variant fragment")
+    if hint:
+        return replace(
+            schedule, blocks_per_sm=hint, reasons=schedule.reasons + (f"{hint} block(s) per SM, as the blocks_per_sm hint asks",)
+        )
     need = fragment_registers(schedule, side_inputs)
     cap = SM_REGISTERS // (2 * schedule.threads)
-    if hint:
-        blocks, why = hint, "as the blocks_per_sm hint asks"
-    elif need * schedule.threads * 2 > SM_REGISTERS and need <= FRAGMENT_SQUEEZE * cap and 2 * schedule.threads <= SM_THREADS:
-        blocks = 2
-        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
-    else:
+    if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
         return replace(schedule, blocks_per_sm=1)
-    return replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,))
+    if need <= FRAGMENT_SQUEEZE * cap:
+        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
+        return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
+    unstaged = replace(schedule, prefetch=False)
+    if schedule.prefetch and spec.schedule.prefetch == "auto" and fragment_registers(unstaged, side_inputs) <= FRAGMENT_SQUEEZE * cap:
+        why = (
+            f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
+            f"registers a thread, room for one block; the launch bound caps them at {cap}"
+        )
+        return replace(
+            unstaged,
+            blocks_per_sm=2,
+            register_estimate=schedule.register_estimate - (need - fragment_registers(unstaged, side_inputs)),
+            reasons=schedule.reasons + (why,),
+        )
+    return replace(schedule, blocks_per_sm=1)
 
 
 def with_variant(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> Schedule:

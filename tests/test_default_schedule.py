@@ -139,11 +139,13 @@ def test_a_wide_row_that_registers_keep_to_one_block_per_sm_asks_for_two():
     assert any("two blocks per SM" in r for r in s.reasons)
 
 
-def test_a_row_too_big_to_squeeze_into_two_blocks_keeps_one():
+def test_side_inputs_too_big_to_stage_in_two_blocks_are_read_where_used():
     """fp32 LayerNorm → FP8 12288 stages weight and bias in fp32: ~104 registers against the 64 of two
-    blocks, which spilled 148 bytes."""
+    blocks, which spilled and ran 0.47 × copy; unstaged on two blocks it ran 0.86, staged on one 0.63."""
     s = planned([LN, quant()], "float32", 12288, outputs={"y": False})
-    assert s.blocks_per_sm == 1
+    assert (s.blocks_per_sm, s.prefetch) == (2, False)
+    pinned = planned([LN, quant()], "float32", 12288, outputs={"y": False}, schedule={"prefetch": True})
+    assert (pinned.blocks_per_sm, pinned.prefetch) == (1, True)
 
 
 def test_rows_with_room_for_several_blocks_get_no_launch_bound():
