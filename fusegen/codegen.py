@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers
+from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers, rendered
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
@@ -21,6 +21,41 @@ HIDDEN = "HIDDEN"
 HEAD_DIM = "HEAD_DIM"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
+# The extents a program's factory derives from its parameters (model.Layout.chunks, .warps), as source:
+# {columns} is the row's width as the factory names it.
+DERIVED_EXTENTS = {
+    "chunks": "{columns} // (threads * vector)  # vectors each thread holds of a row",
+    "warps": "threads // 32",
+}
+
+
+def layout_functions(columns: str) -> dict[str, list[str]]:
+    """The pinned row layout as named functions of a factory (T.Fragment's forward_thread_fn and
+    forward_index_fn), by name: thread t holds `vector` contiguous columns of every threads·vector-column
+    tile, so every warp access is coalesced and 16 bytes wide. Defined outside the prim_func, their
+    parameters cannot be taken for the kernel's loop variables."""
+    return {
+        "row_thread": [
+            "def row_thread(i, j):",
+            '    """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""',
+            f"    return (i * {columns} + j) // vector % threads",
+        ],
+        "row_index": [
+            "def row_index(i, j):",
+            '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
+            f"    return (i * {columns} + j) // (vector * threads) * vector + j % vector",
+        ],
+        "column_thread": [
+            "def column_thread(column):",
+            '    """row_thread for a per-column input: each thread holds the columns it holds of every row."""',
+            "    return column // vector % threads",
+        ],
+        "column_index": [
+            "def column_index(column):",
+            '    """row_index for a per-column input."""',
+            "    return column // (vector * threads) * vector + column % vector",
+        ],
+    }
 
 
 def escaped(text: str) -> str:
@@ -69,41 +104,30 @@ class KernelFrame:
 
     def alloc(self, name: str) -> str:
         planned = self.planned(name)
-        return f"{name} = T.alloc_{planned.scope}({planned.shape}, {string_literal(planned.dtype)})"
+        dims = [rendered(d) for d in planned.shape]
+        shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        return f"{name} = T.alloc_{planned.scope}({shape}, {string_literal(planned.dtype)})"
 
     @property
-    def bm(self) -> int:
-        return self.layout.block_m
+    def bm(self) -> str:
+        """Rows per block as the program writes them: 1, or its factory's `block_m`."""
+        return rendered(self.layout.block_m)
 
     @property
-    def columns(self) -> int:
-        return self.layout.padded_hidden
+    def columns(self) -> str:
+        """The row's width as the program writes it: HIDDEN, the factory's padded `columns`, or split-K's chunk."""
+        return rendered(self.layout.padded_hidden)
 
     @property
     def hidden(self) -> int:
         return self.layout.hidden
 
-    def _thread_of(self, flat: str) -> str:
-        return f"{flat} // {self.layout.vector} % {self.layout.threads}"
-
-    def _index_in_thread(self, flat: str, column: str) -> str:
-        layout = self.layout
-        return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
-
-    def pin_row_layout(self, fragment: str, variables: tuple[str, str] = ("i", "j")) -> str:
-        """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
-        threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
-        the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
-        or replicated across threads for block_m > 1 (5–16× slower, still correct). `variables`: the
-        lambda's parameters, named unlike any earlier loop variable (see staged_column_param) where a
-        fragment is pinned after loops."""
-        i, j = variables
-        flat = f"({i} * {self.layout.padded_hidden} + {j})"
+    def pin_row_layout(self, fragment: str) -> str:
+        """Fixes the row fragment's thread mapping (layout_functions' row_thread, row_index). Left to
+        inference, the layout can be derived from the RoPE span loop (breaking the row reduction for small
+        rows) or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
         shape = f"({self.bm}, {self.columns})"
-        return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(flat)}, "
-            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(flat, j)})}})"
-        )
+        return f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=row_thread, forward_index_fn=row_index)}})"
 
     @staticmethod
     def staged(param: str) -> str:
@@ -148,10 +172,7 @@ class KernelFrame:
             load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
         return [
             self.alloc(name),
-            # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
-            # that variable, used outside its loop.
-            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
-            f"forward_index_fn=lambda column: {self._index_in_thread('column', 'column')})}})",
+            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=column_thread, forward_index_fn=column_index)}})",
             f"for j in T.Parallel({cols}):",
             f"    {name}[j] = {load}",
         ]
@@ -179,14 +200,13 @@ class KernelFrame:
         so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: thread t holds
         columns t·vector … of every row, `vector` at a time."""
         layout = self.layout
-        chunks = layout.padded_hidden // (layout.vector * layout.threads)
-        bm, threads = self.bm, layout.threads
+        bm, threads = self.bm, rendered(layout.threads)
         across = _ACROSS[op]
         lanes, thread = partial_buffers(name)
         return [
             self.alloc(lanes),
             self.alloc(thread),
-            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {lanes}, dim=3)",
+            f"T.reduce_{op}(T.reshape({source}, ({bm}, {rendered(layout.chunks)}, {threads}, {rendered(layout.vector)})), {lanes}, dim=3)",
             f"T.reduce_{across}({lanes}, {thread}, dim=1)",
             f"for i, t in T.Parallel({bm}, {threads}):",
             f"    {thread}[i, t] = T.warp_reduce_{across}({thread}[i, t])",
@@ -195,8 +215,8 @@ class KernelFrame:
     def exchange(self, partials) -> list[str]:
         """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
         shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
-        warps = max(1, self.layout.threads // 32)
-        bm, threads = self.bm, self.layout.threads
+        warps = rendered(self.layout.warps)
+        bm, threads = self.bm, rendered(self.layout.threads)
         shared = exchange_buffer(tuple(name for name, _, _ in partials))
         lines = [
             self.alloc(shared),
@@ -216,7 +236,7 @@ class KernelFrame:
     def token(self, i: str = "i") -> str:
         if self.streamed:
             return "token"
-        return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
+        return f"block * {self.bm} + {i}" if self.layout.block_m > 1 else "block"
 
     def stream_rows(self, per_token, blocks_per_sm: int, slots: int) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
@@ -244,7 +264,7 @@ class KernelFrame:
         ahead, grid = slots - 1, STREAM_GRID
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
-            f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
+            f"T.annotate_min_blocks_per_sm({rendered(blocks_per_sm)})",
             *(self.alloc(ring) for _, ring, _, _ in rings),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
@@ -254,14 +274,14 @@ class KernelFrame:
             f"    slot = step % {slots}",
             *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
             f"    T.ptx_wait_group({ahead * len(rings)})",
-            f"    for i, j in T.Parallel(1, {self.columns}):",
+            f"    for i, j in T.Parallel({self.bm}, {self.columns}):",
             f"        row[i, j] = {load}",
         ]
 
     @property
     def rows_may_overhang(self) -> bool:
         """Only a block of several rows can run past the last token; one row per block never does."""
-        return self.bm > 1
+        return self.layout.block_m > 1
 
     @staticmethod
     def float_with_offset(value: str, offset: float) -> str:

@@ -135,6 +135,28 @@ class Reduction:
     partials: str | None = None  # crosses the warps: names its partial buffers (partial_buffers) and exchange
 
 
+class Extent(int):
+    """A buffer or loop extent that the plan states as a number (plan.json, `fusegen plan`) and the
+    generated kernel writes as `symbol`: a parameter of the program's factory (`threads`, `block_m`),
+    a value it derives (`chunks`) or a module constant (`HIDDEN`), so that one factory serves every route
+    whose program differs only in these numbers. Arithmetic on it gives a plain int."""
+
+    symbol: str
+
+    def __new__(cls, value: int, symbol: str) -> Extent:
+        extent = super().__new__(cls, value)
+        extent.symbol = symbol
+        return extent
+
+    def __getnewargs__(self) -> tuple[int, str]:
+        return int(self), self.symbol
+
+
+def rendered(extent: int) -> str:
+    """An extent as kernel source: its symbol, or the number where it has none."""
+    return extent.symbol if isinstance(extent, Extent) else str(extent)
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row."""
@@ -148,6 +170,15 @@ class Layout:
     @property
     def pads_columns(self) -> bool:
         return self.padded_hidden != self.hidden
+
+    @property
+    def chunks(self) -> Extent:
+        """Vectors each thread holds of a row: the row is threads·vector-column tiles, one vector each."""
+        return Extent(self.padded_hidden // (self.vector * self.threads), "chunks")
+
+    @property
+    def warps(self) -> Extent:
+        return Extent(self.threads // 32, "warps")
 
 
 # The SM count of the H100 SXM and the H200. A stream kernel's grid is sized from the SMs of the GPU its
@@ -181,8 +212,15 @@ class Schedule:
         return self.variant in ROW_VARIANTS
 
     def layout(self, hidden: int) -> Layout:
-        columns = self.blk_k if self.variant == "splitk" else self.padded_hidden
-        return Layout(self.block_m, hidden, columns, self.threads, self.vector_elems)
+        """The layout, its extents named as the program's factory names them. One row per block stays the
+        number 1 (a factory for one row per block indexes the row by `block` alone). split-K's chunk width
+        stays a number: its emitter unrolls the chunks by count."""
+        rows = Extent(self.block_m, "block_m") if self.block_m > 1 else self.block_m
+        if self.variant == "splitk":
+            columns = self.blk_k
+        else:
+            columns = Extent(self.padded_hidden, "HIDDEN" if self.padded_hidden == hidden else "columns")
+        return Layout(rows, hidden, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"))
 
 
 @dataclass(frozen=True)

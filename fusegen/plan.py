@@ -102,12 +102,12 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
             Scratch(
                 "row",
                 "fragment",
-                (schedule.block_m, layout.padded_hidden),
+                (layout.block_m, layout.padded_hidden),
                 "float32",
                 "the chain's running value, fp32, one row per block row",
             ),
         )
-    staged_rows = schedule.ring_slots if schedule.variant == "stream" else schedule.block_m
+    staged_rows = schedule.ring_slots if schedule.variant == "stream" else layout.block_m
     if schedule.prefetch:
         scratch += tuple(
             Scratch(
@@ -168,9 +168,7 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
     """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
     of a joint span."""
-    bm, threads = layout.block_m, layout.threads
-    chunks = layout.padded_hidden // (layout.vector * threads)
-    warps = max(1, threads // 32)
+    bm, threads, chunks, warps = layout.block_m, layout.threads, layout.chunks, layout.warps
     buffers = []
     exchanges = []
     for stage in stages:

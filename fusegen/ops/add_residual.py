@@ -86,8 +86,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     summed = 'row[i, j] + T.cast(residual_row[i, j], "float32")'
     lines = [
         frame.alloc("residual_row"),
-        # Pinned after the prologue's loops: its lambda must not reuse their variable names.
-        frame.pin_row_layout("residual_row", ("row_in_block", "column")),
+        frame.pin_row_layout("residual_row"),
         f"T.copy(Residual[{row}, 0], residual_row)",
         # Rounded once to the dtype the stream is stored in; the norm reads that value, as the model does.
         f"for i, j in T.Parallel({bm}, {cols}):",

@@ -212,7 +212,7 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     One reduction per row, not one per chunk: each is a barrier, and with one per chunk a row's chunk
     loads waited on each other (8 dependent round trips per row at 4 chunks). Both loops are unrolled
     with no barrier inside, so every chunk's loads of a pass are in flight together."""
-    bm, blk_k, n = frame.bm, frame.columns, frame.hidden
+    bm, blk_k, n = frame.bm, frame.layout.padded_hidden, frame.hidden
     chunks = -(-n // blk_k)
     col = "chunk_start + j"
     weight = ""

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
 from ..cuda_checks import Check
-from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
 WARP_LANES = 32
@@ -164,7 +164,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "rope_span",
                 "shared",
-                (ctx.block_m, ctx.heads * op.rope_dim),
+                (ctx.block_m, _span_buffer_width(op.rope_dim, ctx.heads)),
                 "float32",
                 "the span's values, so each thread can read its partner",
                 barrier=True,
@@ -192,6 +192,11 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Constant("ROPE_HALF", op.rope_dim // 2, "RoPE: its pairs, the columns of cos and sin, the distance of neox partners"),
         ),
     )
+
+
+def _span_buffer_width(rope_dim: int, heads: int) -> Extent:
+    """The shared span copy's width: one span, or the span of every head side by side."""
+    return Extent(heads * rope_dim, "ROPE_DIM" if heads == 1 else f"{HIDDEN} // {HEAD_DIM} * ROPE_DIM")
 
 
 def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | None:
