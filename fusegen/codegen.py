@@ -183,7 +183,7 @@ class KernelFrame:
         name = self.staged(param)
         return [
             self.alloc(name),
-            f"for i, j in T.Parallel({self.bm}, {width}):",
+            f"for i, j in T.Parallel({self.bm}, {rendered(width)}):",
             f"    {name}[i, j] = {self._row_load(param, 'j', 'i', index)}",
         ]
 
@@ -250,7 +250,7 @@ class KernelFrame:
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
             copies = [
-                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{width}], {ring}[{slot}, 0:{width}])"
+                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{rendered(width)}], {ring}[{slot}, 0:{rendered(width)}])"
                 for param, ring, width, index in rings
             ]
             if not guarded:
@@ -313,9 +313,9 @@ class KernelFrame:
         """Writes one float per row and head (a per-head rstd) from a (block_m, padded heads) fragment;
         the padding's heads and rows past the last token are not stored."""
         padded_heads = self.planned(fragment).shape[1]
-        conditions = self._row_exists() + ([f"h < {heads}"] if padded_heads > heads else [])
+        conditions = self._row_exists() + ([f"h < {rendered(heads)}"] if padded_heads > heads else [])
         return [
-            f"for i, h in T.Parallel({self.bm}, {padded_heads}):",
+            f"for i, h in T.Parallel({self.bm}, {rendered(padded_heads)}):",
             *guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[i, h]"),
         ]
 

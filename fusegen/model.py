@@ -18,15 +18,16 @@ TORCH_DTYPE = {
 
 @dataclass(frozen=True)
 class Dim:
-    """A tensor extent: a number, or the dynamic token count `m`, or `m` times a number of columns."""
+    """A tensor extent: a number, or the dynamic token count `m`, or `m` times a number of columns. The
+    number may be an Extent: the kernel then writes it by the module constant it derives from."""
 
     tokens: bool = False
     size: int = 1
 
     def render(self, m: str) -> str:
         if self.tokens:
-            return m if self.size == 1 else f"{m} * {self.size}"
-        return str(self.size)
+            return m if self.size == 1 else f"{m} * {rendered(self.size)}"
+        return rendered(self.size)
 
 
 # Column-major (M, n) outputs pad the token dimension to a whole number of 16-byte units, so that each
@@ -155,6 +156,13 @@ class Extent(int):
 def rendered(extent: int) -> str:
     """An extent as kernel source: its symbol, or the number where it has none."""
     return extent.symbol if isinstance(extent, Extent) else str(extent)
+
+
+def parts_of(width: int, part: int, part_symbol: str) -> Extent:
+    """How many `part`-column pieces (heads, quantisation groups) `width` columns hold, written as the
+    width over the constant that names `part` (`columns // GROUP_SIZE`): one factory then serves every
+    padded width, and the kernel says what the count is."""
+    return Extent(width // part, f"{rendered(width)} // {part_symbol}")
 
 
 @dataclass(frozen=True)

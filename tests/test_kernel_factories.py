@@ -9,7 +9,11 @@ import ast
 import re
 from pathlib import Path
 
-from cases import EXAMPLE_KERNELS
+from cases import EXAMPLE_KERNELS, spec_for
+
+from fusegen.emit import kernel_module
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,3 +76,29 @@ def test_factories_name_their_extents_and_layouts():
         assert "forward_thread_fn=row_thread, forward_index_fn=row_index" in code
         assert "T.alloc_fragment((1, HIDDEN), 'float32')" in code
         assert not re.search(r"\b(4096|2048|1024|256|128|8)\b", code), re.findall(r"\b(?:4096|2048|1024|256|128|8)\b", code)
+
+
+def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
+    """Heads, quantisation groups, cos/sin and cache widths, a per-head or column-range weight: the kernel
+    writes each from HEAD_DIM, GROUP_SIZE, ROPE_HALF, ROPE_DIM, NORM_START/NORM_END, and a factory for a
+    padded row counts its heads from its `columns`. (1024 columns in heads of 64, a 32-wide span, groups
+    of 64: 16 heads, 16 pairs, 16 groups, none of them written as 16.)"""
+    expected = {
+        "ln_head_partial_gptj_group": (
+            "Weight: T.Tensor((HEAD_DIM,)",
+            "Cos: T.Tensor((m, ROPE_HALF)",
+            "Mean: T.Tensor((m, HIDDEN // HEAD_DIM)",
+            "Scale: T.Tensor((m, HIDDEN // GROUP_SIZE)",
+            "cos_staged = T.alloc_shared((1, ROPE_HALF)",
+            "T.reduce_sum(T.reshape(row, (1, HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=2)",
+            "rope_span = T.alloc_shared((1, HIDDEN // HEAD_DIM * ROPE_DIM)",
+            "T.reduce_absmax(T.reshape(row, (1, HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=2)",
+        ),
+        "mla_kv_a": ("Weight: T.Tensor((NORM_END - NORM_START,)", "CosSinCache: T.Tensor((8192, ROPE_DIM)"),
+        "head_norm_padded_block_m": ("for i, h in T.Parallel(block_m, columns // HEAD_DIM):", "h < HIDDEN // HEAD_DIM"),
+    }
+    for case, fragments in expected.items():
+        source = kernel_module(plan(KernelSpec.model_validate(spec_for(case)), case, ()))
+        assert [f for f in fragments if f not in source] == [], case
+        if case == "ln_head_partial_gptj_group":
+            assert not re.search(r"\b16\b", ast.unparse(_functions(source)["fused_program"])), "a count written as a number"

@@ -41,7 +41,7 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
         outputs.append(extent.statistic("Mean", "mean", "mean"))
     if ctx.outputs.get("rstd"):
         outputs.append(rstd_tensor(extent))
-    stat = extent.stat_shape(ctx.block_m)
+    stat = extent.stat_shape(ctx)
     of = "head" if extent.over == "head" else "row"
     return Stage(
         index=index,

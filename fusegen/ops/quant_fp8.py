@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal, string_literal
+from ..codegen import HIDDEN, KernelFrame, literal, string_literal
 from ..cuda_checks import Check, row_access
-from ..model import DTYPE_BYTES, Constant, Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import DTYPE_BYTES, Constant, Dim, Extent, Reduction, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from ..tolerance import Close
 from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
@@ -92,6 +92,12 @@ def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
     return problems
 
 
+def _groups(columns: int, group_size: int) -> int:
+    """The groups of `columns` columns (of a padded row: padding groups included), named as the kernel
+    writes the count."""
+    return parts_of(columns, group_size, "GROUP_SIZE")
+
+
 def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
     per_token = op.group_size == "token"
     groups = 1 if per_token else ctx.hidden // op.group_size
@@ -108,7 +114,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         "amax_floor": op.amax_floor,
         "scale_layout": op.scale_layout,
     }
-    scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, padded_groups)
+    scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, _groups(ctx.padded_hidden, op.group_size))
     constants = (
         Constant("FP8_MAX", FP8_MAX[op.fp8], f"the largest finite {op.fp8}: a group's amax maps to it"),
         Constant("AMAX_FLOOR", op.amax_floor, "an all-zero group's amax, so its scale stays a normal float32"),
@@ -127,7 +133,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
                 "Scale",
                 "scale",
                 "float32",
-                (Dim(tokens=True), Dim(size=groups)),
+                (Dim(tokens=True), Dim(size=groups if per_token else _groups(Extent(ctx.hidden, HIDDEN), op.group_size))),
                 "output",
                 "dequantisation scale per group",
                 layout=op.scale_layout,
@@ -203,7 +209,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
         at, each_group, at_column = "i", f"for i in T.Parallel({bm}):", "i"
         store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
     else:
-        groups = p["padded_groups"]
+        groups = rendered(_groups(frame.layout.padded_hidden, p["group_size"]))
         at, each_group, at_column = "i, k", f"for i, k in T.Parallel({bm}, {groups}):", "i, j // GROUP_SIZE"
         store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
     amax = f"group_scale[{at}]" + (f" * {row_scale}[i]" if row_scale else "")
@@ -227,7 +233,8 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
     else:
         # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
-        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, GROUP_SIZE)), group_scale, dim=2)"]
+        groups = rendered(_groups(frame.layout.padded_hidden, stage.params["group_size"]))
+        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {groups}, GROUP_SIZE)), group_scale, dim=2)"]
     return [*_declare(frame), *reduce, *_quantize(stage, frame)]
 
 

@@ -115,7 +115,7 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "rstd",
                 "fragment",
-                extent.stat_shape(ctx.block_m),
+                extent.stat_shape(ctx),
                 "float32",
                 f"one reciprocal RMS per {'head' if extent.over == 'head' else 'row'}, replicated across its threads",
             ),

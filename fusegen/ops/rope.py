@@ -128,13 +128,13 @@ def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
                 "CosSinCache",
                 "cos_sin_cache",
                 "float32",
-                (Dim(size=op.max_position), Dim(size=op.rope_dim)),
+                (Dim(size=op.max_position), Dim(size=Extent(op.rope_dim, "ROPE_DIM"))),
                 "input",
                 "cos(θ) per position and pair in the first rope_dim/2 columns, sin(θ) in the rest; read at the tokens' positions only",
                 index="Positions",
             ),
         )
-    half = op.rope_dim // 2
+    half = Extent(op.rope_dim // 2, HALF)
     return tuple(
         Tensor(param, param.lower(), "float32", (Dim(tokens=True), Dim(size=half)), "input", f"{param.lower()}(θ) per token and pair")
         for param in ("Cos", "Sin")

@@ -9,8 +9,8 @@ program_1, tokens 1025+: fragment, 128 threads, 16-byte vectors, 1 row(s) per bl
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
-  cos (m, 32) float32: cos(θ) per token and pair
-  sin (m, 32) float32: sin(θ) per token and pair
+  cos (m, ROPE_HALF) float32: cos(θ) per token and pair
+  sin (m, ROPE_HALF) float32: sin(θ) per token and pair
 Outputs:
   q (m, 4096) float8_e4m3fn: quantised row
   scale (m, 1) float32: dequantisation scale per group
@@ -63,8 +63,8 @@ def fragment_prefetched_program(threads: int, vector: int):
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
         Weight: T.Tensor((HIDDEN,), "float16"),
-        Cos: T.Tensor((m, 32), "float32"),
-        Sin: T.Tensor((m, 32), "float32"),
+        Cos: T.Tensor((m, ROPE_HALF), "float32"),
+        Sin: T.Tensor((m, ROPE_HALF), "float32"),
         Q: T.Tensor((m, HIDDEN), "float8_e4m3fn"),
         Scale: T.Tensor((m, 1), "float32"),
     ):
@@ -76,11 +76,11 @@ def fragment_prefetched_program(threads: int, vector: int):
             T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
+            cos_staged = T.alloc_shared((1, ROPE_HALF), "float32")
+            for i, j in T.Parallel(1, ROPE_HALF):
                 cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
+            sin_staged = T.alloc_shared((1, ROPE_HALF), "float32")
+            for i, j in T.Parallel(1, ROPE_HALF):
                 sin_staged[i, j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
@@ -166,8 +166,8 @@ def fragment_prefetched_joint_program(threads: int, vector: int):
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
         Weight: T.Tensor((HIDDEN,), "float16"),
-        Cos: T.Tensor((m, 32), "float32"),
-        Sin: T.Tensor((m, 32), "float32"),
+        Cos: T.Tensor((m, ROPE_HALF), "float32"),
+        Sin: T.Tensor((m, ROPE_HALF), "float32"),
         Q: T.Tensor((m, HIDDEN), "float8_e4m3fn"),
         Scale: T.Tensor((m, 1), "float32"),
     ):
@@ -179,11 +179,11 @@ def fragment_prefetched_joint_program(threads: int, vector: int):
             T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
+            cos_staged = T.alloc_shared((1, ROPE_HALF), "float32")
+            for i, j in T.Parallel(1, ROPE_HALF):
                 cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
+            sin_staged = T.alloc_shared((1, ROPE_HALF), "float32")
+            for i, j in T.Parallel(1, ROPE_HALF):
                 sin_staged[i, j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True), its factor applied after op[2]'s amax ---
             sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
