@@ -6,10 +6,13 @@ the fusegen importable from the working directory, then compares two such builds
     python scripts/cuda_identity.py /tmp/cu-before /tmp/cu-after      # exit 1 if any program differs
 
 The corpus (the same from either tree: it is read from this script's repository): every spec in specs/
-and specs/models/ with tuning.json's routes, every case of tests/cases.py, the routed cases with their
-two routes, and `--random` valid specs drawn by tests/test_random_specs.py from a fixed seed (the ones
-the planner refuses are skipped, and counted). TileLang's disk cache is off, so each program is
-compiled afresh. Each kernel's CUDA is written as OUT/<label>.cu in kernel.cu's form."""
+and specs/models/ with tuning.json's routes, every case of tests/cases.py (PENDING_GPU_CASES too), the
+routed cases with their two routes, the per-head and column-range cases with those routes too (one row
+and two rows per block, prefetched or not), the oracle's extra specs (tests/test_reference_oracle.py:
+the real-model ops, heads and column ranges at other widths), and `--random` valid specs drawn by
+tests/test_random_specs.py from a fixed seed (the ones the planner refuses are skipped, and counted).
+TileLang's disk cache is off, so each program is compiled afresh. Each kernel's CUDA is written as
+OUT/<label>.cu in kernel.cu's form."""
 
 from __future__ import annotations
 
@@ -30,8 +33,9 @@ DEFAULT_SEED = 13
 
 def corpus(random_specs: int, seed: int) -> dict[str, tuple[dict, str, tuple]]:
     """label -> (spec as JSON data, spec file shown in the header, tuned routes)."""
-    from cases import CASES, ROUTED, ROUTED_CASES, spec_for
+    from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
     from test_random_specs import draw_valid
+    from test_reference_oracle import EXTRA_SPECS
 
     from fusegen.spec import load_spec
     from fusegen.tuning import Tuning
@@ -41,15 +45,22 @@ def corpus(random_specs: int, seed: int) -> dict[str, tuple[dict, str, tuple]]:
     for path in sorted((ROOT / "specs").glob("*.toml")) + sorted((ROOT / "specs" / "models").glob("*.toml")):
         spec, _ = load_spec(path)
         entries[f"spec-{path.stem}"] = (spec.model_dump(mode="json"), str(path.relative_to(ROOT)), tuning.routes(spec))
-    for name in CASES:
+    for name in {**CASES, **PENDING_GPU_CASES}:
         entries[f"case-{name}"] = (spec_for(name), name, ())
-    for name in ROUTED_CASES:
+    for name in ROUTED_CASES + tuple(name for name in CASES if heads_or_columns(spec_for(name))):
         entries[f"routed-{name}"] = (spec_for(name), name, ROUTED)
+    for spec in EXTRA_SPECS:
+        entries[f"oracle-{spec['name']}"] = (spec, spec["name"], ())
     rng = random.Random(seed)
     for k in range(random_specs):
         spec = draw_valid(rng)
         entries[f"random-{k:02d}"] = ({**spec, "name": f"random_{k:02d}"}, f"random_{k:02d}", ())
     return entries
+
+
+def heads_or_columns(spec: dict) -> bool:
+    """Whether a spec works per head or on a column range: programs of their own shape (issue 14)."""
+    return "head_dim" in spec or any("columns" in op for op in spec["op"])
 
 
 def build_one(label: str, spec_data: dict, spec_file: str, tuned: tuple, out: str) -> str:
