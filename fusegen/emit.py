@@ -222,9 +222,10 @@ def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str,
         *indent(kernel_body(plan, route), 8),
     ]
     code = _code(kernel)
-    columns = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan)).columns
+    frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
+    columns = frame.columns
     derived = [f"{name} = {value.format(columns=columns)}" for name, value in DERIVED_EXTENTS.items() if _uses(code, name)]
-    functions = [f for name, f in layout_functions(columns).items() if _uses(code, name)]
+    functions = [f for name, f in layout_functions(columns, frame.one_row).items() if _uses(code, name)]
     lines = [
         'm = T.dynamic("m")' if not plan.tokens else f"# token count pinned to {plan.tokens} by the spec",
         *derived,

@@ -165,6 +165,15 @@ def parts_of(width: int, part: int, part_symbol: str) -> Extent:
     return Extent(width // part, f"{rendered(width)} // {part_symbol}")
 
 
+def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
+    """The shape of a buffer with an entry per block row and `dims` more axes. A block of one row has no
+    row axis (its program is written in 1-D forms: the same CUDA, no `T.Parallel(1, …)`); a single value
+    per row is then (1,)."""
+    if block_m > 1:
+        return (block_m, *dims)
+    return dims or (1,)
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row."""
@@ -178,6 +187,9 @@ class Layout:
     @property
     def pads_columns(self) -> bool:
         return self.padded_hidden != self.hidden
+
+    def rows(self, *dims: int) -> tuple[int, ...]:
+        return row_shape(self.block_m, *dims)
 
     @property
     def chunks(self) -> Extent:

@@ -72,9 +72,9 @@ def test_factories_name_their_extents_and_layouts():
     for factory, _ in _factory_calls(source).values():
         code = ast.unparse(functions[factory])
         assert "T.Kernel(m, threads=threads)" in code
-        assert "T.reshape(sumsq_terms, (1, chunks, threads, vector))" in code
+        assert "T.reshape(sumsq_terms, (chunks, threads, vector))" in code
         assert "forward_thread_fn=row_thread, forward_index_fn=row_index" in code
-        assert "T.alloc_fragment((1, HIDDEN), 'float32')" in code
+        assert "T.alloc_fragment((HIDDEN,), 'float32')" in code
         assert not re.search(r"\b(4096|2048|1024|256|128|8)\b", code), re.findall(r"\b(?:4096|2048|1024|256|128|8)\b", code)
 
 
@@ -89,10 +89,10 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
             "Cos: T.Tensor((m, ROPE_HALF)",
             "Mean: T.Tensor((m, HIDDEN // HEAD_DIM)",
             "Scale: T.Tensor((m, HIDDEN // GROUP_SIZE)",
-            "cos_staged = T.alloc_shared((1, ROPE_HALF)",
-            "T.reduce_sum(T.reshape(row, (1, HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=2)",
-            "rope_span = T.alloc_shared((1, HIDDEN // HEAD_DIM * ROPE_DIM)",
-            "T.reduce_absmax(T.reshape(row, (1, HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=2)",
+            "cos_staged = T.alloc_shared((ROPE_HALF,)",
+            "T.reduce_sum(T.reshape(row, (HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=1)",
+            "rope_span = T.alloc_shared((HIDDEN // HEAD_DIM * ROPE_DIM,)",
+            "T.reduce_absmax(T.reshape(row, (HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=1)",
         ),
         "mla_kv_a": ("Weight: T.Tensor((NORM_END - NORM_START,)", "CosSinCache: T.Tensor((8192, ROPE_DIM)"),
         "head_norm_padded_block_m": ("for i, h in T.Parallel(block_m, columns // HEAD_DIM):", "h < HIDDEN // HEAD_DIM"),
@@ -102,3 +102,19 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
         assert [f for f in fragments if f not in source] == [], case
         if case == "ln_head_partial_gptj_group":
             assert not re.search(r"\b16\b", ast.unparse(_functions(source)["fused_program"])), "a count written as a number"
+
+
+def test_one_row_programs_are_written_in_1d_forms():
+    """A block of one row has no row axis: 1-D buffers and loops, no `[i, j]`, the layout functions of one
+    column. A unit row axis is left only where TileLang compiles the 1-D form differently (tests/
+    test_cuda_identity.py): the loop around a per-row store (inside T.Parallel one thread stores) and
+    RoPE's span loops. A block of several rows keeps the row axis (`block_m`)."""
+    for kernel in ("rms_norm_rope_quant_fused", "rms_norm_naive_row_per_block", "rms_norm_splitk"):
+        code = "\n".join(ast.unparse(f) for name, f in _functions(_kernel_source(kernel)).items() if name.endswith("_program"))
+        assert "[i, " not in code and "[i]" not in code.replace("group_scale[i]", ""), kernel
+        assert "def row_thread(i, j)" not in code and "column_thread" not in code, kernel
+        assert code.count("T.Parallel(1)") == code.count("Scale[block, 0] = group_scale[i]"), kernel
+        assert code.count("T.Parallel(1, ") == code.count("T.Parallel(1, ROPE_DIM)"), kernel
+    spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2}}
+    source = kernel_module(plan(KernelSpec.model_validate(spec), "head_norm_padded_block_m", ()))
+    assert "row = T.alloc_fragment((block_m, columns), 'float32')" in ast.unparse(_functions(source)["fused_program"])

@@ -36,21 +36,13 @@ def fused_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * HIDDEN + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * HIDDEN + j) // (vector * threads) * vector + j % vector
-
-    def column_thread(column):
-        """row_thread for a per-column input: each thread holds the columns it holds of every row."""
-        return column // vector % threads
-
-    def column_index(column):
-        """row_index for a per-column input."""
-        return column // (vector * threads) * vector + column % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -62,63 +54,61 @@ def fused_program(threads: int, vector: int):
         Rstd: T.Tensor((m,), "float32"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((1, HIDDEN), "float32")
-            T.annotate_layout({row: T.Fragment((1, HIDDEN), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
             bias_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({bias_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
+            T.annotate_layout({bias_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 bias_staged[j] = Bias[j]
             # --- op[0] LayerNorm(eps=1e-05, weight=True, bias=True) ---
-            centered_sq = T.alloc_fragment((1, HIDDEN), "float32")
+            centered_sq = T.alloc_fragment((HIDDEN,), "float32")
             mean = T.alloc_fragment((1,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            row_sum_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            row_sum_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(row, (1, chunks, threads, vector)), row_sum_lanes, dim=3)
-            T.reduce_sum(row_sum_lanes, row_sum_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                row_sum_thread[i, t] = T.warp_reduce_sum(row_sum_thread[i, t])
-            row_sum_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            row_sum_lanes = T.alloc_fragment((chunks, threads), "float32")
+            row_sum_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(row, (chunks, threads, vector)), row_sum_lanes, dim=2)
+            T.reduce_sum(row_sum_lanes, row_sum_thread, dim=0)
+            for t in T.Parallel(threads):
+                row_sum_thread[t] = T.warp_reduce_sum(row_sum_thread[t])
+            row_sum_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    row_sum_warps[i, 0, t // 32] = row_sum_thread[i, t]
-            for i in T.Parallel(1):
-                mean[i] = row_sum_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    mean[i] = mean[i] + row_sum_warps[i, 0, w]
-            for i in T.Parallel(1):
-                mean[i] = mean[i] / HIDDEN
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] - mean[i]
-            for i, j in T.Parallel(1, HIDDEN):
-                centered_sq[i, j] = row[i, j] * row[i, j]
-            centered_sum_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            centered_sum_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(centered_sq, (1, chunks, threads, vector)), centered_sum_lanes, dim=3)
-            T.reduce_sum(centered_sum_lanes, centered_sum_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                centered_sum_thread[i, t] = T.warp_reduce_sum(centered_sum_thread[i, t])
-            centered_sum_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+                    row_sum_warps[0, t // 32] = row_sum_thread[t]
+            mean[0] = row_sum_warps[0, 0]
+            for w in T.serial(1, warps):
+                mean[0] = mean[0] + row_sum_warps[0, w]
+            mean[0] = mean[0] / HIDDEN
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] - mean[0]
+            for j in T.Parallel(HIDDEN):
+                centered_sq[j] = row[j] * row[j]
+            centered_sum_lanes = T.alloc_fragment((chunks, threads), "float32")
+            centered_sum_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(centered_sq, (chunks, threads, vector)), centered_sum_lanes, dim=2)
+            T.reduce_sum(centered_sum_lanes, centered_sum_thread, dim=0)
+            for t in T.Parallel(threads):
+                centered_sum_thread[t] = T.warp_reduce_sum(centered_sum_thread[t])
+            centered_sum_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    centered_sum_warps[i, 0, t // 32] = centered_sum_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = centered_sum_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + centered_sum_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
+                    centered_sum_warps[0, t // 32] = centered_sum_thread[t]
+            rstd[0] = centered_sum_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + centered_sum_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Mean[block] = mean[i]
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Rstd[block] = rstd[i]
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j] + bias_staged[j]
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * weight_staged[j] + bias_staged[j]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)

@@ -33,13 +33,13 @@ def fragment_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * HIDDEN + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * HIDDEN + j) // (vector * threads) * vector + j % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -48,32 +48,30 @@ def fragment_program(threads: int, vector: int):
         Y: T.Tensor((m, HIDDEN), "float16"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((1, HIDDEN), "float32")
-            T.annotate_layout({row: T.Fragment((1, HIDDEN), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, HIDDEN):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * rstd[i] * Weight[j]
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * Weight[j]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
@@ -85,21 +83,13 @@ def fragment_prefetched_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * HIDDEN + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * HIDDEN + j) // (vector * threads) * vector + j % vector
-
-    def column_thread(column):
-        """row_thread for a per-column input: each thread holds the columns it holds of every row."""
-        return column // vector % threads
-
-    def column_index(column):
-        """row_index for a per-column input."""
-        return column // (vector * threads) * vector + column % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -108,36 +98,34 @@ def fragment_prefetched_program(threads: int, vector: int):
         Y: T.Tensor((m, HIDDEN), "float16"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((1, HIDDEN), "float32")
-            T.annotate_layout({row: T.Fragment((1, HIDDEN), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, HIDDEN):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * weight_staged[j]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)

@@ -40,30 +40,28 @@ def fused_program(threads: int, vector: int):
         Y: T.Tensor((m, HIDDEN), "float16"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row_shared = T.alloc_shared((1, HIDDEN), "float16")
-            sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
+            row_shared = T.alloc_shared((HIDDEN,), "float16")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             T.copy(X[block, 0], row_shared, disable_tma=True)
-            for i, j in T.Parallel(1, HIDDEN):
-                sumsq_terms[i, j] = T.cast(row_shared[i, j], "float32") * T.cast(row_shared[i, j], "float32")
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = T.cast(row_shared[j], "float32") * T.cast(row_shared[j], "float32")
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, HIDDEN):
-                row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row_shared[j] = T.cast(T.cast(row_shared[j], "float32") * rstd[0] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)
 
     return fused.with_attr("global_symbol", NAME)

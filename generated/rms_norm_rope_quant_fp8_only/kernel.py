@@ -43,21 +43,13 @@ def fragment_prefetched_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * HIDDEN + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * HIDDEN + j) // (vector * threads) * vector + j % vector
-
-    def column_thread(column):
-        """row_thread for a per-column input: each thread holds the columns it holds of every row."""
-        return column // vector % threads
-
-    def column_index(column):
-        """row_index for a per-column input."""
-        return column // (vector * threads) * vector + column % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -69,71 +61,69 @@ def fragment_prefetched_program(threads: int, vector: int):
         Scale: T.Tensor((m, 1), "float32"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((1, HIDDEN), "float32")
-            T.annotate_layout({row: T.Fragment((1, HIDDEN), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, ROPE_HALF), "float32")
-            for i, j in T.Parallel(1, ROPE_HALF):
-                cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, ROPE_HALF), "float32")
-            for i, j in T.Parallel(1, ROPE_HALF):
-                sin_staged[i, j] = Sin[block, j]
+            cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                cos_staged[j] = Cos[block, j]
+            sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                sin_staged[j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, HIDDEN):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
+            # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
             for i, j in T.Parallel(1, ROPE_DIM):
-                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
+                row[ROPE_START + j] = row[ROPE_START + j] * cos_staged[j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[j % ROPE_HALF]
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
-            quantized = T.alloc_fragment((1, HIDDEN), "float8_e4m3fn")
-            row_amax_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            row_amax_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_absmax(T.reshape(row, (1, chunks, threads, vector)), row_amax_lanes, dim=3)
-            T.reduce_max(row_amax_lanes, row_amax_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                row_amax_thread[i, t] = T.warp_reduce_max(row_amax_thread[i, t])
-            row_amax_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
+            row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
+            row_amax_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
+            T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
+            for t in T.Parallel(threads):
+                row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
+            row_amax_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    row_amax_warps[i, 0, t // 32] = row_amax_thread[i, t]
-            for i in T.Parallel(1):
-                group_scale[i] = row_amax_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    group_scale[i] = T.max(group_scale[i], row_amax_warps[i, 0, w])
-            for i in T.Parallel(1):
-                group_scale[i] = T.max(group_scale[i], AMAX_FLOOR) / FP8_MAX
-                inverse_scale[i] = T.call_extern("float32", "__frcp_rn", group_scale[i])
-            for i, j in T.Parallel(1, HIDDEN):
-                quantized[i, j] = T.cast(row[i, j] * inverse_scale[i], "float8_e4m3fn")
+                    row_amax_warps[0, t // 32] = row_amax_thread[t]
+            group_scale[0] = row_amax_warps[0, 0]
+            for w in T.serial(1, warps):
+                group_scale[0] = T.max(group_scale[0], row_amax_warps[0, w])
+            group_scale[0] = T.max(group_scale[0], AMAX_FLOOR) / FP8_MAX
+            inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
+            for j in T.Parallel(HIDDEN):
+                quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
             T.copy(quantized, Q[block, 0])
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Scale[block, 0] = group_scale[i]
 
@@ -146,21 +136,13 @@ def fragment_prefetched_joint_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * HIDDEN + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * HIDDEN + j) // (vector * threads) * vector + j % vector
-
-    def column_thread(column):
-        """row_thread for a per-column input: each thread holds the columns it holds of every row."""
-        return column // vector % threads
-
-    def column_index(column):
-        """row_index for a per-column input."""
-        return column // (vector * threads) * vector + column % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -172,68 +154,67 @@ def fragment_prefetched_joint_program(threads: int, vector: int):
         Scale: T.Tensor((m, 1), "float32"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((1, HIDDEN), "float32")
-            T.annotate_layout({row: T.Fragment((1, HIDDEN), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=column_thread, forward_index_fn=column_index)})
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, ROPE_HALF), "float32")
-            for i, j in T.Parallel(1, ROPE_HALF):
-                cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, ROPE_HALF), "float32")
-            for i, j in T.Parallel(1, ROPE_HALF):
-                sin_staged[i, j] = Sin[block, j]
+            cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                cos_staged[j] = Cos[block, j]
+            sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                sin_staged[j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True), its factor applied after op[2]'s amax ---
-            sumsq_terms = T.alloc_fragment((1, HIDDEN), "float32")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, HIDDEN):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * weight_staged[j]
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
+            # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
             for i, j in T.Parallel(1, ROPE_DIM):
-                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
+                row[ROPE_START + j] = row[ROPE_START + j] * cos_staged[j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[j % ROPE_HALF]
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
-            quantized = T.alloc_fragment((1, HIDDEN), "float8_e4m3fn")
-            row_amax_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            row_amax_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_absmax(T.reshape(row, (1, chunks, threads, vector)), row_amax_lanes, dim=3)
-            T.reduce_max(row_amax_lanes, row_amax_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                row_amax_thread[i, t] = T.warp_reduce_max(row_amax_thread[i, t])
-            sumsq_row_amax_warps = T.alloc_shared((1, 2, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+            quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
+            row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
+            row_amax_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
+            T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
+            for t in T.Parallel(threads):
+                row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
+            sumsq_row_amax_warps = T.alloc_shared((2, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_row_amax_warps[i, 0, t // 32] = sumsq_thread[i, t]
-                    sumsq_row_amax_warps[i, 1, t // 32] = row_amax_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_row_amax_warps[i, 0, 0]
-                group_scale[i] = sumsq_row_amax_warps[i, 1, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_row_amax_warps[i, 0, w]
-                    group_scale[i] = T.max(group_scale[i], sumsq_row_amax_warps[i, 1, w])
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, HIDDEN):
-                row[i, j] = row[i, j] * rstd[i]
-            for i in T.Parallel(1):
-                group_scale[i] = T.max(group_scale[i] * rstd[i], AMAX_FLOOR) / FP8_MAX
-                inverse_scale[i] = T.call_extern("float32", "__frcp_rn", group_scale[i])
-            for i, j in T.Parallel(1, HIDDEN):
-                quantized[i, j] = T.cast(row[i, j] * inverse_scale[i], "float8_e4m3fn")
+                    sumsq_row_amax_warps[0, t // 32] = sumsq_thread[t]
+                    sumsq_row_amax_warps[1, t // 32] = row_amax_thread[t]
+            rstd[0] = sumsq_row_amax_warps[0, 0]
+            group_scale[0] = sumsq_row_amax_warps[1, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_row_amax_warps[0, w]
+                group_scale[0] = T.max(group_scale[0], sumsq_row_amax_warps[1, w])
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0]
+            group_scale[0] = T.max(group_scale[0] * rstd[0], AMAX_FLOOR) / FP8_MAX
+            inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
+            for j in T.Parallel(HIDDEN):
+                quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
             T.copy(quantized, Q[block, 0])
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Scale[block, 0] = group_scale[i]
 

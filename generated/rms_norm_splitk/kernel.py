@@ -32,13 +32,13 @@ def fused_program(threads: int, vector: int):
     chunks = 1024 // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
-    def row_thread(i, j):
-        """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""
-        return (i * 1024 + j) // vector % threads
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
 
-    def row_index(i, j):
+    def row_index(j):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return (i * 1024 + j) // (vector * threads) * vector + j % vector
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
@@ -47,37 +47,35 @@ def fused_program(threads: int, vector: int):
         Y: T.Tensor((m, HIDDEN), "float16"),
     ):
         with T.Kernel(m, threads=threads) as block:
-            chunk = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=row_thread, forward_index_fn=row_index)})
-            sumsq_terms = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({sumsq_terms: T.Fragment((1, 1024), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            chunk = T.alloc_fragment((1024,), "float32")
+            T.annotate_layout({chunk: T.Fragment((1024,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            sumsq_terms = T.alloc_fragment((1024,), "float32")
+            T.annotate_layout({sumsq_terms: T.Fragment((1024,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             rstd = T.alloc_fragment((1,), "float32")
             T.clear(sumsq_terms)
             for k in T.unroll(4):
                 T.copy(X[block, k * 1024], chunk)
-                for i, j in T.Parallel(1, 1024):
-                    sumsq_terms[i, j] = sumsq_terms[i, j] + chunk[i, j] * chunk[i, j]
-            sumsq_lanes = T.alloc_fragment((1, chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((1, threads), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, chunks, threads, vector)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, threads):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, warps), "float32")
-            for i, t in T.Parallel(1, threads):
+                for j in T.Parallel(1024):
+                    sumsq_terms[j] = sumsq_terms[j] + chunk[j] * chunk[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, warps):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
             for k in T.unroll(4):
                 chunk_start = (4 - 1 - k) * 1024
                 T.copy(X[block, chunk_start], chunk)
-                for i, j in T.Parallel(1, 1024):
-                    chunk[i, j] = chunk[i, j] * rstd[i] * Weight[chunk_start + j]
+                for j in T.Parallel(1024):
+                    chunk[j] = chunk[j] * rstd[0] * Weight[chunk_start + j]
                 T.copy(chunk, Y[block, chunk_start])
 
     return fused.with_attr("global_symbol", NAME)
