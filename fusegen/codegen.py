@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers
+from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers, rendered
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
@@ -21,6 +21,55 @@ HIDDEN = "HIDDEN"
 HEAD_DIM = "HEAD_DIM"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
+# The extents a program's factory derives from its parameters (model.Layout.chunks, .warps), as source:
+# {columns} is the row's width as the factory names it.
+DERIVED_EXTENTS = {
+    "chunks": "{columns} // (threads * vector)  # vectors each thread holds of a row",
+    "warps": "threads // 32",
+}
+
+
+def layout_functions(columns: str, one_row: bool) -> dict[str, list[str]]:
+    """The pinned row layout as named functions of a factory (T.Fragment's forward_thread_fn and
+    forward_index_fn), by name: thread t holds `vector` contiguous columns of every threads·vector-column
+    tile, so every warp access is coalesced and 16 bytes wide. Defined outside the prim_func, their
+    parameters cannot be taken for the kernel's loop variables. A one-row program's row is 1-D: its
+    layout is the per-column inputs' too (KernelFrame.column_layout)."""
+    if one_row:
+        return {
+            "row_thread": [
+                "def row_thread(j):",
+                '    """The thread holding column j of the row: vectors go to the threads in turn."""',
+                "    return j // vector % threads",
+            ],
+            "row_index": [
+                "def row_index(j):",
+                '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
+                "    return j // (vector * threads) * vector + j % vector",
+            ],
+        }
+    return {
+        "row_thread": [
+            "def row_thread(i, j):",
+            '    """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""',
+            f"    return (i * {columns} + j) // vector % threads",
+        ],
+        "row_index": [
+            "def row_index(i, j):",
+            '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
+            f"    return (i * {columns} + j) // (vector * threads) * vector + j % vector",
+        ],
+        "column_thread": [
+            "def column_thread(column):",
+            '    """row_thread for a per-column input: each thread holds the columns it holds of every row."""',
+            "    return column // vector % threads",
+        ],
+        "column_index": [
+            "def column_index(column):",
+            '    """row_index for a per-column input."""',
+            "    return column // (vector * threads) * vector + column % vector",
+        ],
+    }
 
 
 def escaped(text: str) -> str:
@@ -69,41 +118,55 @@ class KernelFrame:
 
     def alloc(self, name: str) -> str:
         planned = self.planned(name)
-        return f"{name} = T.alloc_{planned.scope}({planned.shape}, {string_literal(planned.dtype)})"
+        return f"{name} = T.alloc_{planned.scope}({shape_source(planned.shape)}, {string_literal(planned.dtype)})"
 
     @property
-    def bm(self) -> int:
-        return self.layout.block_m
+    def one_row(self) -> bool:
+        """A block of one row: the program indexes per-row buffers without a row axis (model.row_shape)."""
+        return self.layout.block_m == 1
+
+    def at(self, *columns: str) -> str:
+        """The index of block row i's entry at `columns` in a per-row buffer (model.row_shape)."""
+        if self.one_row:
+            return ", ".join(columns) or "0"
+        return ", ".join(("i", *columns))
+
+    def loop(self, *axes: tuple[str, str]) -> str:
+        """The T.Parallel header over block row i and the (variable, extent) axes; one row has no row axis."""
+        if not self.one_row:
+            axes = (("i", self.bm), *axes)
+        return f"for {', '.join(v for v, _ in axes)} in T.Parallel({', '.join(e for _, e in axes)}):"
+
+    def per_row(self, statements: list[str]) -> list[str]:
+        """`statements` (about block row i, indexed with `at`) for each row: in a loop over the block's
+        rows, or as they are where the block has one."""
+        return statements if self.one_row else [self.loop(), *indent(statements, 4)]
 
     @property
-    def columns(self) -> int:
-        return self.layout.padded_hidden
+    def column_layout(self) -> tuple[str, str]:
+        """The layout functions of a per-column input: those of a one-row program's row (the same map)."""
+        return ("row_thread", "row_index") if self.one_row else ("column_thread", "column_index")
+
+    @property
+    def bm(self) -> str:
+        """Rows per block as the program writes them: 1, or its factory's `block_m`."""
+        return rendered(self.layout.block_m)
+
+    @property
+    def columns(self) -> str:
+        """The row's width as the program writes it: HIDDEN, the factory's padded `columns`, or split-K's chunk."""
+        return rendered(self.layout.padded_hidden)
 
     @property
     def hidden(self) -> int:
         return self.layout.hidden
 
-    def _thread_of(self, flat: str) -> str:
-        return f"{flat} // {self.layout.vector} % {self.layout.threads}"
-
-    def _index_in_thread(self, flat: str, column: str) -> str:
-        layout = self.layout
-        return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
-
-    def pin_row_layout(self, fragment: str, variables: tuple[str, str] = ("i", "j")) -> str:
-        """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
-        threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
-        the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
-        or replicated across threads for block_m > 1 (5–16× slower, still correct). `variables`: the
-        lambda's parameters, named unlike any earlier loop variable (see staged_column_param) where a
-        fragment is pinned after loops."""
-        i, j = variables
-        flat = f"({i} * {self.layout.padded_hidden} + {j})"
-        shape = f"({self.bm}, {self.columns})"
-        return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(flat)}, "
-            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(flat, j)})}})"
-        )
+    def pin_row_layout(self, fragment: str) -> str:
+        """Fixes the row fragment's thread mapping (layout_functions' row_thread, row_index). Left to
+        inference, the layout can be derived from the RoPE span loop (breaking the row reduction for small
+        rows) or replicated across threads for block_m > 1 (5–16× slower, still correct)."""
+        shape = shape_source(self.layout.rows(self.layout.padded_hidden))
+        return f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=row_thread, forward_index_fn=row_index)}})"
 
     @staticmethod
     def staged(param: str) -> str:
@@ -146,12 +209,10 @@ class KernelFrame:
             load = self.float_with_offset(load, tensor.offset)
         if valid:
             load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
+        thread_fn, index_fn = self.column_layout
         return [
             self.alloc(name),
-            # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
-            # that variable, used outside its loop.
-            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
-            f"forward_index_fn=lambda column: {self._index_in_thread('column', 'column')})}})",
+            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn={thread_fn}, forward_index_fn={index_fn})}})",
             f"for j in T.Parallel({cols}):",
             f"    {name}[j] = {load}",
         ]
@@ -162,8 +223,8 @@ class KernelFrame:
         name = self.staged(param)
         return [
             self.alloc(name),
-            f"for i, j in T.Parallel({self.bm}, {width}):",
-            f"    {name}[i, j] = {self._row_load(param, 'j', 'i', index)}",
+            self.loop(("j", rendered(width))),
+            f"    {name}[{self.at('j')}] = {self._row_load(param, 'j', 'i', index)}",
         ]
 
     def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:
@@ -179,44 +240,49 @@ class KernelFrame:
         so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: thread t holds
         columns t·vector … of every row, `vector` at a time."""
         layout = self.layout
-        chunks = layout.padded_hidden // (layout.vector * layout.threads)
-        bm, threads = self.bm, layout.threads
+        threads = rendered(layout.threads)
         across = _ACROSS[op]
         lanes, thread = partial_buffers(name)
+        vectors = layout.rows(layout.chunks, layout.threads, layout.vector)
+        chunk_axis = len(vectors) - 3
         return [
             self.alloc(lanes),
             self.alloc(thread),
-            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {lanes}, dim=3)",
-            f"T.reduce_{across}({lanes}, {thread}, dim=1)",
-            f"for i, t in T.Parallel({bm}, {threads}):",
-            f"    {thread}[i, t] = T.warp_reduce_{across}({thread}[i, t])",
+            f"T.reduce_{op}(T.reshape({source}, {shape_source(vectors)}), {lanes}, dim={len(vectors) - 1})",
+            f"T.reduce_{across}({lanes}, {thread}, dim={chunk_axis})",
+            self.loop(("t", threads)),
+            f"    {thread}[{self.at('t')}] = T.warp_reduce_{across}({thread}[{self.at('t')}])",
         ]
 
     def exchange(self, partials) -> list[str]:
         """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
         shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
-        warps = max(1, self.layout.threads // 32)
-        bm, threads = self.bm, self.layout.threads
+        warps = rendered(self.layout.warps)
         shared = exchange_buffer(tuple(name for name, _, _ in partials))
-        lines = [
-            self.alloc(shared),
-            f"for i, t in T.Parallel({bm}, {threads}):",
-            "    if t % 32 == 0:",
-            *(f"        {shared}[i, {k}, t // 32] = {partial_buffers(name)[1]}[i, t]" for k, (name, _, _) in enumerate(partials)),
-            f"for i in T.Parallel({bm}):",
-            *(f"    {result}[i] = {shared}[i, {k}, 0]" for k, (_, _, result) in enumerate(partials)),
-            f"    for w in T.serial(1, {warps}):",
+        at = self.at()
+        fold = [
+            *(f"{result}[{at}] = {shared}[{self.at(str(k), '0')}]" for k, (_, _, result) in enumerate(partials)),
+            f"for w in T.serial(1, {warps}):",
         ]
         for k, (_, op, result) in enumerate(partials):
-            slot = f"{shared}[i, {k}, w]"
-            combined = f"T.max({result}[i], {slot})" if _ACROSS[op] == "max" else f"{result}[i] + {slot}"
-            lines.append(f"        {result}[i] = {combined}")
-        return lines
+            slot = f"{shared}[{self.at(str(k), 'w')}]"
+            combined = f"T.max({result}[{at}], {slot})" if _ACROSS[op] == "max" else f"{result}[{at}] + {slot}"
+            fold.append(f"    {result}[{at}] = {combined}")
+        return [
+            self.alloc(shared),
+            self.loop(("t", rendered(self.layout.threads))),
+            "    if t % 32 == 0:",
+            *(
+                f"        {shared}[{self.at(str(k), 't // 32')}] = {partial_buffers(name)[1]}[{self.at('t')}]"
+                for k, (name, _, _) in enumerate(partials)
+            ),
+            *self.per_row(fold),
+        ]
 
     def token(self, i: str = "i") -> str:
         if self.streamed:
             return "token"
-        return f"block * {self.bm} + {i}" if self.bm > 1 else "block"
+        return f"block * {self.bm} + {i}" if self.layout.block_m > 1 else "block"
 
     def stream_rows(self, per_token, blocks_per_sm: int, slots: int) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
@@ -230,7 +296,7 @@ class KernelFrame:
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
             copies = [
-                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{width}], {ring}[{slot}, 0:{width}])"
+                f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{rendered(width)}], {ring}[{slot}, 0:{rendered(width)}])"
                 for param, ring, width, index in rings
             ]
             if not guarded:
@@ -244,7 +310,7 @@ class KernelFrame:
         ahead, grid = slots - 1, STREAM_GRID
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
-            f"T.annotate_min_blocks_per_sm({blocks_per_sm})",
+            f"T.annotate_min_blocks_per_sm({rendered(blocks_per_sm)})",
             *(self.alloc(ring) for _, ring, _, _ in rings),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
@@ -254,14 +320,14 @@ class KernelFrame:
             f"    slot = step % {slots}",
             *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
             f"    T.ptx_wait_group({ahead * len(rings)})",
-            f"    for i, j in T.Parallel(1, {self.columns}):",
-            f"        row[i, j] = {load}",
+            f"    {self.loop(('j', self.columns))}",
+            f"        row[{self.at('j')}] = {load}",
         ]
 
     @property
     def rows_may_overhang(self) -> bool:
         """Only a block of several rows can run past the last token; one row per block never does."""
-        return self.bm > 1
+        return self.layout.block_m > 1
 
     @staticmethod
     def float_with_offset(value: str, offset: float) -> str:
@@ -279,7 +345,7 @@ class KernelFrame:
         """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
         rows past the last token read nothing."""
         if self.prefetch:
-            return f"{self.staged(param)}[{'slot' if self.streamed else i}, {col}]"
+            return f"{self.staged(param)}[{f'slot, {col}' if self.streamed else self.at(col)}]"
         return self._row_load(param, col, i, index)
 
     def _row_load(self, param: str, col: str, i: str, index: str | None = None) -> str:
@@ -290,18 +356,22 @@ class KernelFrame:
         return load
 
     def store_per_head(self, param: str, fragment: str, heads: int) -> list[str]:
-        """Writes one float per row and head (a per-head rstd) from a (block_m, padded heads) fragment;
+        """Writes one float per row and head (a per-head rstd) from a per-row fragment of padded heads;
         the padding's heads and rows past the last token are not stored."""
-        padded_heads = self.planned(fragment).shape[1]
-        conditions = self._row_exists() + ([f"h < {heads}"] if padded_heads > heads else [])
+        padded_heads = self.planned(fragment).shape[-1]
+        conditions = self._row_exists() + ([f"h < {rendered(heads)}"] if padded_heads > heads else [])
         return [
-            f"for i, h in T.Parallel({self.bm}, {padded_heads}):",
-            *guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[i, h]"),
+            self.loop(("h", rendered(padded_heads))),
+            *indent(guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[{self.at('h')}]"), 4),
         ]
 
-    def store_per_row(self, param: str, value: str, trailing_index: str = "") -> list[str]:
-        """Writes one float per row (mean, rstd, a per-token scale) from a (block_m,) fragment."""
-        return [f"for i in T.Parallel({self.bm}):", *guarded(self._row_exists(), f"{param}[{self.token()}{trailing_index}] = {value}")]
+    def store_per_row(self, param: str, fragment: str, trailing_index: str = "") -> list[str]:
+        """Writes one float per row (mean, rstd, a per-token scale) from a per-row fragment. A loop over
+        the block's rows for one row too: TileLang has one thread write a store inside a T.Parallel loop,
+        every thread one outside it (the same value, 128 or more writes)."""
+        store = f"{param}[{self.token()}{trailing_index}] = {fragment}[i]"
+        why = ["# A loop of one row: inside T.Parallel one thread stores, outside it every thread."] if self.one_row else []
+        return [*why, f"for i in T.Parallel({self.bm}):", *indent(guarded(self._row_exists(), store), 4)]
 
     def _row_exists(self) -> list[str]:
         """The condition that block row i is a token, where a block's rows may run past the last."""
@@ -309,10 +379,16 @@ class KernelFrame:
 
 
 def guarded(conditions: list[str], statement: str) -> list[str]:
-    """`statement` under `if` for the conditions that apply (none: unguarded), indented by 4 in a loop."""
+    """`statement` under `if` for the conditions that apply (none: unguarded)."""
     if not conditions:
-        return [f"    {statement}"]
-    return [f"    if {' and '.join(conditions)}:", f"        {statement}"]
+        return [statement]
+    return [f"if {' and '.join(conditions)}:", f"    {statement}"]
+
+
+def shape_source(dims) -> str:
+    """A buffer shape as kernel source: each extent by its symbol (model.rendered), a 1-tuple with its comma."""
+    rendered_dims = [rendered(d) for d in dims]
+    return "(" + ", ".join(rendered_dims) + ("," if len(rendered_dims) == 1 else "") + ")"
 
 
 def indent(lines: list[str], spaces: int) -> list[str]:

@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 
-from .codegen import STREAM_GRID, KernelFrame, constant_line, escaped, indent, string_literal
-from .model import DTYPE_BYTES, TORCH_DTYPE, Constant, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
+from .codegen import (
+    DERIVED_EXTENTS,
+    HIDDEN,
+    STREAM_GRID,
+    KernelFrame,
+    constant_line,
+    escaped,
+    indent,
+    layout_functions,
+    string_literal,
+)
+from .model import DTYPE_BYTES, TORCH_DTYPE, Constant, Extent, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
 from .ops import REGISTRY
 from .plan import plan_as_dict, staged_inputs
 from .schedule import joint_span
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
-# The T.prim_func inside each program_<k>(): one fixed name, so the kernel's name cannot shadow what the
+# The T.prim_func inside each program factory: one fixed name, so the kernel's name cannot shadow what the
 # program reads (T, m, min, the stream grid, ...); the kernel's name is its global symbol.
 PRIM_FUNC = "fused"
+# A program factory's parameters, in the order it takes them, with each one's value in a route's schedule.
+# A factory takes those its body uses; everything else in the body is the same for every route it serves.
+FACTORY_PARAMETERS = {
+    "threads": lambda s: s.threads,
+    "vector": lambda s: s.vector_elems,
+    "block_m": lambda s: s.block_m,
+    "columns": lambda s: s.padded_hidden,
+    "blocks_per_sm": lambda s: s.blocks_per_sm,
+}
 
 
 def header(plan: Plan, comment: str = "#") -> str:
@@ -24,8 +45,11 @@ def header(plan: Plan, comment: str = "#") -> str:
     )
 
 
-def _shape(t: Tensor, m: str) -> str:
-    dims = [d.render(m) for d in t.shape]
+def _shape(t: Tensor, m: str, hidden: int | None = None) -> str:
+    """`hidden`: write a dimension of that size as HIDDEN. Every fixed dimension that size is the row's
+    width, except in a gathered table (cos_sin_cache: max_position rows of rope_dim, either may equal it)."""
+    named = hidden if t.index is None else None
+    dims = [HIDDEN if not d.tokens and d.size == named else d.render(m) for d in t.shape]
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
@@ -34,11 +58,11 @@ def _parameter(t: Tensor, plan: Plan) -> str:
     compiled program's argument checks hold every call to."""
     m = _tokens_symbol(plan)
     if t.layout == "row":
-        return f"T.Tensor({_shape(t, m)}, {string_literal(t.dtype)})"
+        return f"T.Tensor({_shape(t, m, plan.hidden)}, {string_literal(t.dtype)})"
     element = DTYPE_BYTES[t.dtype]
     unit = tokens_per_tma_unit(element)
     padded = padded_tokens(plan.tokens, element) if plan.tokens else f"T.ceildiv(m, {unit}) * {unit}"
-    return f"T.StridedTensor({_shape(t, m)}, (1, {padded}), {string_literal(t.dtype)})"
+    return f"T.StridedTensor({_shape(t, m, plan.hidden)}, (1, {padded}), {string_literal(t.dtype)})"
 
 
 def _describe_tensor(t: Tensor) -> str:
@@ -63,7 +87,7 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
     if streamed:
         per_token = tuple(t for t in side_inputs if t.per_token_row)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
-        lines += frame.stream_rows(per_token, schedule.blocks_per_sm, schedule.ring_slots)
+        lines += frame.stream_rows(per_token, Extent(schedule.blocks_per_sm, "blocks_per_sm"), schedule.ring_slots)
         return lines + indent(_chain(plan, route, frame), 4)
     if schedule.blocks_per_sm > 1:
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
@@ -142,10 +166,7 @@ def _docstring(plan: Plan) -> list[str]:
     routes = []
     for index, served in enumerate(plan.programs):
         route = served[0]
-        routes += [
-            f"program_{index}, tokens {tokens_served(served)}: {schedule_summary(route)}. From {route.origin}.",
-            *(f"  - {reason}" for reason in route.schedule.reasons),
-        ]
+        routes.append(f"program_{index}, tokens {tokens_served(served)}: {schedule_summary(route)}. From {route.origin}.")
     text = [
         f"{plan.name}: " + " → ".join(st.summary for st in plan.stages) + f" over hidden = {plan.hidden}, {plan.dtype}.",
         "",
@@ -180,39 +201,130 @@ def _index_bounds(tensors: tuple[Tensor, ...]) -> dict[str, int]:
     return {t.index: t.shape[0].size for t in tensors if t.index is not None}
 
 
-def _program(plan: Plan, served: tuple[Route, ...], index: int) -> list[str]:
-    route = served[0]
+def structure_summary(route: Route) -> str:
+    """What a program factory's body is written for; the numbers it takes as parameters are left out."""
+    s = route.schedule
+    return ", ".join(
+        [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
+        + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
+        + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
+        + (["side inputs prefetched"] if s.prefetch else [])
+        + (["joint reduction"] if s.joint_reduction else [])
+    )
+
+
+def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines of a program factory after its docstring, and the parameters they use (FACTORY_PARAMETERS).
+    Routes whose lines are the same text share the factory."""
     s = route.schedule
     signature = [f"{t.param}: {_parameter(t, plan)}," for t in (*plan.inputs, *plan.outputs)]
-    token_line = '    m = T.dynamic("m")' if not plan.tokens else f"    # token count pinned to {plan.tokens} by the spec"
-    grid_line = (
-        [f"    {STREAM_GRID} = {s.blocks_per_sm} * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"]
-        if s.variant == "stream"
-        else []
-    )
-    return [
-        f"def program_{index}():",
-        "    " + one_line_docstring(f"The TileLang program (a T.prim_func) for tokens {tokens_served(served)}, before compilation."),
-        token_line,
-        *grid_line,
+    kernel = [
+        "@T.prim_func",
+        f"def {PRIM_FUNC}(",
+        *indent(signature, 4),
+        "):",
+        f"    with T.Kernel({_grid(plan, s)}, threads=threads) as block:",
+        *indent(kernel_body(plan, route), 8),
+    ]
+    code = _code(kernel)
+    frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
+    columns = frame.columns
+    derived = [f"{name} = {value.format(columns=columns)}" for name, value in DERIVED_EXTENTS.items() if _uses(code, name)]
+    functions = [f for name, f in layout_functions(columns, frame.one_row).items() if _uses(code, name)]
+    lines = [
+        'm = T.dynamic("m")' if not plan.tokens else f"# token count pinned to {plan.tokens} by the spec",
+        *derived,
+        *(
+            [f"{STREAM_GRID} = blocks_per_sm * _sm_count()  # blocks per SM × the SMs of the GPU this is built on"]
+            if s.variant == "stream"
+            else []
+        ),
+        *(line for function in functions for line in ("", *function)),
         "",
-        "    @T.prim_func",
-        f"    def {PRIM_FUNC}(",
-        *indent(signature, 8),
-        "    ):",
-        f"        with T.Kernel({_grid(plan, s)}, threads={s.threads}) as block:",
-        *indent(kernel_body(plan, route), 12),
+        *kernel,
         "",
         # The kernel's name is data (CUDA calls the kernel NAME_kernel), never a name bound in this scope.
-        f'    return {PRIM_FUNC}.with_attr("global_symbol", NAME)',
-        "",
-        "",
+        f'return {PRIM_FUNC}.with_attr("global_symbol", NAME)',
     ]
+    everything = _code(lines)
+    return tuple(lines), tuple(name for name in FACTORY_PARAMETERS if _uses(everything, name))
+
+
+def _code(lines: list[str]) -> str:
+    """The lines without comments and docstrings, whose words are prose."""
+    return "\n".join(line for line in lines if not line.lstrip().startswith(("#", '"""')))
+
+
+def _uses(code: str, name: str) -> bool:
+    return re.search(rf"\b{name}\b", code) is not None
+
+
+def _factory_name(route: Route, single: bool) -> str:
+    if single:
+        return "fused_program"
+    s = route.schedule
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["prefetched"] if s.prefetch else [])
+    return "_".join(features + (["joint"] if s.joint_reduction else []) + ["program"])
+
+
+@dataclass(frozen=True)
+class _Factory:
+    name: str
+    parameters: tuple[str, ...]
+    lines: tuple[str, ...]  # after its docstring
+    route: Route  # the first route it serves, which its docstring describes
+
+
+def _factories(plan: Plan) -> list[_Factory]:
+    """Per program, its factory: one per distinct body, named after what its body is written for (the
+    variant, block_m rows, prefetch, joint reduction), or fused_program where the kernel has one."""
+    bodies = [_factory_body(plan, served[0]) for served in plan.programs]
+    first = {}  # body -> (its parameters, the first route with it)
+    for (lines, parameters), served in zip(bodies, plan.programs):
+        first.setdefault(lines, (parameters, served[0]))
+    factories, bases = {}, []
+    for lines, (parameters, route) in first.items():
+        base = _factory_name(route, len(first) == 1)
+        name = base if base not in bases else f"{base}_{bases.count(base) + 1}"
+        bases.append(base)
+        factories[lines] = _Factory(name, parameters, lines, route)
+    return [factories[lines] for lines, _ in bodies]
+
+
+def _programs(plan: Plan) -> list[str]:
+    """Each factory, then program_<k>() per program: its route's decisions and a call of its factory with
+    that route's numbers."""
+    calls = _factories(plan)
+    out = []
+    for factory in {f.name: f for f in calls}.values():
+        doc = f"The TileLang program (a T.prim_func) of a {structure_summary(factory.route)}, before compilation."
+        out += [
+            f"def {factory.name}({', '.join(f'{p}: int' for p in factory.parameters)}):",
+            "    " + one_line_docstring(doc),
+            *indent(list(factory.lines), 4),
+            "",
+            "",
+        ]
+    for index, (served, factory) in enumerate(zip(plan.programs, calls)):
+        route = served[0]
+        doc = [f"Tokens {tokens_served(served)}: {schedule_summary(route)}. From {route.origin}.", ""]
+        doc += [f"- {reason}" for reason in route.schedule.reasons]
+        # Each line escaped on its own: the text (a tuning run's origin among it) stays lines of one docstring.
+        doc_lines = [escaped(line) for line in doc]
+        arguments = ", ".join(f"{p}={FACTORY_PARAMETERS[p](route.schedule)}" for p in factory.parameters)
+        out += [
+            f"def program_{index}():",
+            *indent(['"""' + doc_lines[0], *doc_lines[1:], '"""'], 4),
+            f"    return {factory.name}({arguments})",
+            "",
+            "",
+        ]
+    return out
 
 
 def _grid(plan: Plan, s: Schedule) -> str:
     if s.variant != "stream":
-        return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, {s.block_m})"
+        return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, block_m)"
     # Never more blocks than tokens: every block owns at least its first row.
     return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 
@@ -250,7 +362,7 @@ def kernel_module(plan: Plan) -> str:
         "Outputs = output_tuple(OUTPUTS)",
         "",
         "",
-        *(line for index, served in enumerate(plan.programs) for line in _program(plan, served, index)),
+        *_programs(plan),
         "# (first token count, last or None for no limit, program): each call runs the program of its count.",
         f"ROUTES = ({routes},)",
         "launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)",

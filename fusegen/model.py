@@ -18,15 +18,16 @@ TORCH_DTYPE = {
 
 @dataclass(frozen=True)
 class Dim:
-    """A tensor extent: a number, or the dynamic token count `m`, or `m` times a number of columns."""
+    """A tensor extent: a number, or the dynamic token count `m`, or `m` times a number of columns. The
+    number may be an Extent: the kernel then writes it by the module constant it derives from."""
 
     tokens: bool = False
     size: int = 1
 
     def render(self, m: str) -> str:
         if self.tokens:
-            return m if self.size == 1 else f"{m} * {self.size}"
-        return str(self.size)
+            return m if self.size == 1 else f"{m} * {rendered(self.size)}"
+        return rendered(self.size)
 
 
 # Column-major (M, n) outputs pad the token dimension to a whole number of 16-byte units, so that each
@@ -135,6 +136,44 @@ class Reduction:
     partials: str | None = None  # crosses the warps: names its partial buffers (partial_buffers) and exchange
 
 
+class Extent(int):
+    """A buffer or loop extent that the plan states as a number (plan.json, `fusegen plan`) and the
+    generated kernel writes as `symbol`: a parameter of the program's factory (`threads`, `block_m`),
+    a value it derives (`chunks`) or a module constant (`HIDDEN`), so that one factory serves every route
+    whose program differs only in these numbers. Arithmetic on it gives a plain int."""
+
+    symbol: str
+
+    def __new__(cls, value: int, symbol: str) -> Extent:
+        extent = super().__new__(cls, value)
+        extent.symbol = symbol
+        return extent
+
+    def __getnewargs__(self) -> tuple[int, str]:
+        return int(self), self.symbol
+
+
+def rendered(extent: int) -> str:
+    """An extent as kernel source: its symbol, or the number where it has none."""
+    return extent.symbol if isinstance(extent, Extent) else str(extent)
+
+
+def parts_of(width: int, part: int, part_symbol: str) -> Extent:
+    """How many `part`-column pieces (heads, quantisation groups) `width` columns hold, written as the
+    width over the constant that names `part` (`columns // GROUP_SIZE`): one factory then serves every
+    padded width, and the kernel says what the count is."""
+    return Extent(width // part, f"{rendered(width)} // {part_symbol}")
+
+
+def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
+    """The shape of a buffer with an entry per block row and `dims` more axes. A block of one row has no
+    row axis (its program is written in 1-D forms: the same CUDA, no `T.Parallel(1, …)`); a single value
+    per row is then (1,)."""
+    if block_m > 1:
+        return (block_m, *dims)
+    return dims or (1,)
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row."""
@@ -148,6 +187,18 @@ class Layout:
     @property
     def pads_columns(self) -> bool:
         return self.padded_hidden != self.hidden
+
+    def rows(self, *dims: int) -> tuple[int, ...]:
+        return row_shape(self.block_m, *dims)
+
+    @property
+    def chunks(self) -> Extent:
+        """Vectors each thread holds of a row: the row is threads·vector-column tiles, one vector each."""
+        return Extent(self.padded_hidden // (self.vector * self.threads), "chunks")
+
+    @property
+    def warps(self) -> Extent:
+        return Extent(self.threads // 32, "warps")
 
 
 # The SM count of the H100 SXM and the H200. A stream kernel's grid is sized from the SMs of the GPU its
@@ -181,8 +232,15 @@ class Schedule:
         return self.variant in ROW_VARIANTS
 
     def layout(self, hidden: int) -> Layout:
-        columns = self.blk_k if self.variant == "splitk" else self.padded_hidden
-        return Layout(self.block_m, hidden, columns, self.threads, self.vector_elems)
+        """The layout, its extents named as the program's factory names them. One row per block stays the
+        number 1 (a factory for one row per block indexes the row by `block` alone). split-K's chunk width
+        stays a number: its emitter unrolls the chunks by count."""
+        rows = Extent(self.block_m, "block_m") if self.block_m > 1 else self.block_m
+        if self.variant == "splitk":
+            columns = self.blk_k
+        else:
+            columns = Extent(self.padded_hidden, "HIDDEN" if self.padded_hidden == hidden else "columns")
+        return Layout(rows, hidden, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"))
 
 
 @dataclass(frozen=True)

@@ -102,18 +102,17 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
             Scratch(
                 "row",
                 "fragment",
-                (schedule.block_m, layout.padded_hidden),
+                layout.rows(layout.padded_hidden),
                 "float32",
                 "the chain's running value, fp32, one row per block row",
             ),
         )
-    staged_rows = schedule.ring_slots if schedule.variant == "stream" else schedule.block_m
     if schedule.prefetch:
         scratch += tuple(
             Scratch(
                 f"{t.param.lower()}_staged",
                 "shared",
-                (staged_rows, t.shape[1].size),
+                (schedule.ring_slots, t.shape[1].size) if schedule.variant == "stream" else layout.rows(t.shape[1].size),
                 "float32",
                 f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)",
             )
@@ -168,9 +167,7 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
     """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
     of a joint span."""
-    bm, threads = layout.block_m, layout.threads
-    chunks = layout.padded_hidden // (layout.vector * threads)
-    warps = max(1, threads // 32)
+    threads, chunks, warps = layout.threads, layout.chunks, layout.warps
     buffers = []
     exchanges = []
     for stage in stages:
@@ -180,12 +177,17 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
             lanes, thread = partial_buffers(r.partials)
             buffers += [
                 Scratch(
-                    lanes, "fragment", (bm, chunks, threads), "float32", f"{r.name}: each thread's partial per vector chunk", _owner(stage)
+                    lanes,
+                    "fragment",
+                    layout.rows(chunks, threads),
+                    "float32",
+                    f"{r.name}: each thread's partial per vector chunk",
+                    _owner(stage),
                 ),
                 Scratch(
                     thread,
                     "fragment",
-                    (bm, threads),
+                    layout.rows(threads),
                     "float32",
                     f"{r.name}: each thread's partial, then its warp's (by shuffles)",
                     _owner(stage),
@@ -198,10 +200,12 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
         exchanges = [e for e in exchanges if e not in joint]
         names = tuple(r.partials for _, r in joint)
         why = " and ".join(r.name for _, r in joint) + ": the warps' partials of both, one barrier per row for the two"
-        buffers.append(Scratch(exchange_buffer(names), "shared", (bm, len(names), warps), "float32", why, "kernel", barrier=True))
+        buffers.append(Scratch(exchange_buffer(names), "shared", layout.rows(len(names), warps), "float32", why, "kernel", barrier=True))
     for stage, r in exchanges:
         why = f"{r.name}: the warps' partials, combined by every thread after one barrier per row"
-        buffers.append(Scratch(exchange_buffer((r.partials,)), "shared", (bm, 1, warps), "float32", why, _owner(stage), barrier=True))
+        buffers.append(
+            Scratch(exchange_buffer((r.partials,)), "shared", layout.rows(1, warps), "float32", why, _owner(stage), barrier=True)
+        )
     return tuple(buffers)
 
 

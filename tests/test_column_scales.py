@@ -111,10 +111,10 @@ def test_ledger_counts_the_scales_written_not_the_padding(group, groups):
 def test_pinned_tokens_declare_the_padded_stride_as_a_number(tmp_path):
     module = checking.build_variant(spec(G128, tokens=999), tmp_path)
     source = (tmp_path / "column_scales" / "kernel.py").read_text()
-    assert 'Scale: T.StridedTensor((999, 8), (1, 1000), "float32")' in source
+    assert 'Scale: T.StridedTensor((999, HIDDEN // GROUP_SIZE), (1, 1000), "float32")' in source
     assert module.OUTPUTS[-1] == TensorSpec("scale", torch.float32, ("m", 8), layout="column")
 
 
 def test_dynamic_tokens_declare_the_padded_stride_for_tilelang_to_check(module):
     source = (Path(module.__file__).parent / "kernel.py").read_text()
-    assert 'Scale: T.StridedTensor((m, 8), (1, T.ceildiv(m, 4) * 4), "float32")' in source
+    assert 'Scale: T.StridedTensor((m, HIDDEN // GROUP_SIZE), (1, T.ceildiv(m, 4) * 4), "float32")' in source

@@ -54,12 +54,12 @@ def test_constants_carry_the_spec_values_and_replace_the_literals():
         }
         == constants
     )
-    # The code of the programs; their section comments name the op's settings in words.
+    # The code of the program factories and programs; their section comments name the op's settings in words.
     programs = "\n".join(
         line
-        for line in source[source.index("def program_0") : source.index("ROUTES =")].splitlines()
+        for line in source[source.index("Outputs = output_tuple(OUTPUTS)") : source.index("ROUTES =")].splitlines()
         if not line.lstrip().startswith(("#", '"""'))
     )
     for literal in (repr(eps), repr(floor), "57344.0", f"{4096 - rope_dim} + j"):
         assert literal not in programs, literal
-    assert "rstd[i] / HIDDEN + EPS" in programs and "ROPE_START + j" in programs and "j // GROUP_SIZE" in programs
+    assert "rstd[0] / HIDDEN + EPS" in programs and "ROPE_START + j" in programs and "j // GROUP_SIZE" in programs

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import Field
 
 from ..codegen import HEAD_DIM
-from ..model import Constant, Layout, Schedule, Scratch, Stage
+from ..model import Constant, Layout, Schedule, Scratch, Stage, row_shape
 from ..strict import Strict
 
 if TYPE_CHECKING:
@@ -101,6 +101,10 @@ class ChainContext:
     @property
     def padded_hidden(self) -> int:
         return self.layout.padded_hidden if self.layout else self.hidden
+
+    def rows(self, *dims: int) -> tuple[int, ...]:
+        """A per-row buffer's shape (model.row_shape)."""
+        return row_shape(self.block_m, *dims)
 
 
 class Tolerance(Protocol):

@@ -64,7 +64,7 @@ def plan(op: AddResidualSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "residual_row",
                 "fragment",
-                (ctx.block_m, ctx.padded_hidden),
+                ctx.rows(ctx.padded_hidden),
                 ctx.dtype,
                 "the residual row in the row's layout, then the rounded sum",
             ),
@@ -79,23 +79,22 @@ def plan(op: AddResidualSpec, index: int, ctx: ChainContext) -> Stage:
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    bm, cols = frame.bm, frame.columns
+    each_column, at = frame.loop(("j", frame.columns)), frame.at("j")
     (residual,) = stage.inputs
     dtype = string_literal(residual.dtype)
     row = frame.token("0")
-    summed = 'row[i, j] + T.cast(residual_row[i, j], "float32")'
+    summed = f'row[{at}] + T.cast(residual_row[{at}], "float32")'
     lines = [
         frame.alloc("residual_row"),
-        # Pinned after the prologue's loops: its lambda must not reuse their variable names.
-        frame.pin_row_layout("residual_row", ("row_in_block", "column")),
+        frame.pin_row_layout("residual_row"),
         f"T.copy(Residual[{row}, 0], residual_row)",
         # Rounded once to the dtype the stream is stored in; the norm reads that value, as the model does.
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    residual_row[i, j] = T.cast({summed}, {dtype})",
+        each_column,
+        f"    residual_row[{at}] = T.cast({summed}, {dtype})",
     ]
     if stage.params["writes_residual"]:
         lines.append(f"T.copy(residual_row, ResidualOut[{row}, 0])")
-    return lines + [f"for i, j in T.Parallel({bm}, {cols}):", '    row[i, j] = T.cast(residual_row[i, j], "float32")']
+    return lines + [each_column, f'    row[{at}] = T.cast(residual_row[{at}], "float32")']
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:

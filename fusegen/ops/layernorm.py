@@ -41,7 +41,7 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
         outputs.append(extent.statistic("Mean", "mean", "mean"))
     if ctx.outputs.get("rstd"):
         outputs.append(rstd_tensor(extent))
-    stat = extent.stat_shape(ctx.block_m)
+    stat = extent.stat_shape(ctx)
     of = "head" if extent.over == "head" else "row"
     return Stage(
         index=index,
@@ -58,9 +58,7 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
         inputs=tuple(inputs),
         outputs=tuple(outputs),
         scratch=(
-            Scratch(
-                "centered_sq", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "(x − mean)² per column before the variance sum"
-            ),
+            Scratch("centered_sq", "fragment", ctx.rows(ctx.padded_hidden), "float32", "(x − mean)² per column before the variance sum"),
             Scratch("mean", "fragment", stat, "float32", f"{of} mean, replicated across the {of}'s threads"),
             Scratch("rstd", "fragment", stat, "float32", f"reciprocal standard deviation per {of}"),
         ),
@@ -85,40 +83,38 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     extent = Extent.read(stage.params)
-    bm, cols, at = frame.bm, frame.columns, extent.at_column
-    centered = f"row[i, j] - mean[{at}]"
+    each_column, at, value = frame.loop(("j", frame.columns)), extent.at_column(frame), f"row[{frame.at('j')}]"
+    centered = f"{value} - mean[{at}]"
     if frame.layout.pads_columns and extent.over == "row":
         # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance. (Padding is whole
         # heads, each of mean 0; a column range ends inside the row.)
         centered = f"T.if_then_else(j < {HIDDEN}, {centered}, 0.0)"
-    affine = f"row[i, j] * rstd[{at}]"
+    affine = f"{value} * rstd[{at}]"
     for tensor in stage.inputs:
         affine += f" * {frame.column_param(tensor)}" if tensor.arg == "weight" else f" + {frame.column_param(tensor)}"
-    each, at_stat = extent.each_statistic(frame)
+    at_stat = extent.at_statistic(frame)
     lines = [frame.alloc("centered_sq"), frame.alloc("mean"), frame.alloc("rstd")]
     if extent.over == "columns":
         # The columns outside the range must not reach the sums: the mean's terms are masked into
         # centered_sq first, which the variance's terms overwrite.
-        lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    centered_sq[i, j] = {extent.masked('row[i, j]')}"]
+        lines += [each_column, f"    centered_sq[{frame.at('j')}] = {extent.masked(value)}"]
         lines += extent.reduce(frame, "centered_sq", "mean", "row_sum")
     else:
         lines += extent.reduce(frame, "row", "mean", "row_sum")
     lines += [
-        each,
-        f"    mean[{at_stat}] = mean[{at_stat}] / {extent.count}",
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    row[i, j] = {extent.only_inside(centered)}",
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    centered_sq[i, j] = {extent.masked('row[i, j] * row[i, j]')}",
+        *extent.each_statistic(frame, [f"mean[{at_stat}] = mean[{at_stat}] / {extent.count}"]),
+        each_column,
+        f"    {value} = {extent.only_inside(frame, centered)}",
+        each_column,
+        f"    centered_sq[{frame.at('j')}] = {extent.masked(f'{value} * {value}')}",
         *extent.reduce(frame, "centered_sq", "rstd", "centered_sum"),
-        each,
-        f"    rstd[{at_stat}] = T.rsqrt(rstd[{at_stat}] / {extent.count} + EPS)",
+        *extent.each_statistic(frame, [f"rstd[{at_stat}] = T.rsqrt(rstd[{at_stat}] / {extent.count} + EPS)"]),
     ]
     if stage.params["writes_mean"]:
         lines += extent.store(frame, "Mean", "mean")
     if stage.params["writes_rstd"]:
         lines += extent.store(frame, "Rstd", "rstd")
-    lines += [f"for i, j in T.Parallel({bm}, {cols}):", f"    row[i, j] = {extent.only_inside(affine)}"]
+    lines += [each_column, f"    {value} = {extent.only_inside(frame, affine)}"]
     return lines
 
 

@@ -15,8 +15,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
-from ..model import Constant, Dim, Tensor
+from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of, indent, shape_source
+from ..model import Constant, Dim, Tensor, parts_of, rendered
+from ..model import Extent as NamedExtent
 from . import ChainContext, added_key, described, head_dim_constant
 
 # The kernel module's names of a column range's bounds [NORM_START, NORM_END).
@@ -146,7 +147,7 @@ class Extent:
                 param,
                 arg,
                 dtype,
-                (Dim(size=self.head_dim),),
+                (Dim(size=NamedExtent(self.head_dim, HEAD_DIM)),),
                 "input",
                 f"{doc}, the same for every head",
                 offset=offset,
@@ -157,7 +158,7 @@ class Extent:
                 param,
                 arg,
                 dtype,
-                (Dim(size=self.hi - self.lo),),
+                (Dim(size=NamedExtent(self.hi - self.lo, f"{NORM_END} - {NORM_START}")),),
                 "input",
                 f"{doc} of columns [{self.lo}, {self.hi})",
                 offset=offset,
@@ -168,11 +169,21 @@ class Extent:
     def statistic(self, param: str, arg: str, doc: str) -> Tensor:
         """A per-row output (mean, rstd): one per head with over = 'head'."""
         if self.over == "head":
-            return Tensor(param, arg, "float32", (Dim(tokens=True), Dim(size=self.heads)), "output", f"{doc} per head")
+            heads = self.heads_in(self.row_width)
+            return Tensor(param, arg, "float32", (Dim(tokens=True), Dim(size=heads)), "output", f"{doc} per head")
         return Tensor(param, arg, "float32", (Dim(tokens=True),), "output", f"{doc} per row")
 
-    def stat_shape(self, block_m: int) -> tuple[int, ...]:
-        return (block_m, self.padded_heads) if self.over == "head" else (block_m,)
+    def stat_shape(self, ctx: ChainContext) -> tuple[int, ...]:
+        return ctx.rows(self.heads_in(ctx.padded_hidden)) if self.over == "head" else ctx.rows()
+
+    @property
+    def row_width(self) -> NamedExtent:
+        """The row's width (unpadded) as the kernel names it; over = 'head' only."""
+        return NamedExtent(self.heads * self.head_dim, HIDDEN)
+
+    def heads_in(self, columns: int) -> int:
+        """The heads of a (padded) row of `columns` columns, padding heads included."""
+        return parts_of(columns, self.head_dim, HEAD_DIM)
 
     def axis(self) -> str:
         return f"head of {self.head_dim} columns" if self.over == "head" else "row"
@@ -187,35 +198,39 @@ class Extent:
         """The number of columns a statistic averages over."""
         return {"row": HIDDEN, "head": HEAD_DIM, "columns": f"({NORM_END} - {NORM_START})"}[self.over]
 
-    def each_statistic(self, frame: KernelFrame) -> tuple[str, str]:
-        """(the loop header over every statistic of the block, its index)."""
+    def each_statistic(self, frame: KernelFrame, statements: list[str]) -> list[str]:
+        """`statements` (indexed with at_statistic) for every statistic of the block."""
         if self.over == "head":
-            return f"for i, h in T.Parallel({frame.bm}, {self.padded_heads}):", "i, h"
-        return f"for i in T.Parallel({frame.bm}):", "i"
+            return [frame.loop(("h", rendered(self.heads_in(frame.layout.padded_hidden)))), *indent(statements, 4)]
+        return frame.per_row(statements)
 
-    @property
-    def at_column(self) -> str:
+    def at_statistic(self, frame: KernelFrame) -> str:
+        """The index of the statistic each_statistic's statements are about."""
+        return frame.at("h") if self.over == "head" else frame.at()
+
+    def at_column(self, frame: KernelFrame) -> str:
         """The index of column j's statistic."""
-        return f"i, j // {HEAD_DIM}" if self.over == "head" else "i"
+        return frame.at(f"j // {HEAD_DIM}") if self.over == "head" else frame.at()
 
     def masked(self, value: str) -> str:
         """`value` on the extent's columns, 0 elsewhere (a reduction's terms)."""
         return f"T.if_then_else({column_range()}, {value}, 0.0)" if self.over == "columns" else value
 
-    def only_inside(self, value: str, unchanged: str = "row[i, j]") -> str:
-        """`value` on the extent's columns; the others keep `unchanged`."""
-        return f"T.if_then_else({column_range()}, {value}, {unchanged})" if self.over == "columns" else value
+    def only_inside(self, frame: KernelFrame, value: str) -> str:
+        """`value` on the extent's columns; the others keep the row's value."""
+        return f"T.if_then_else({column_range()}, {value}, row[{frame.at('j')}])" if self.over == "columns" else value
 
     def reduce(self, frame: KernelFrame, source: str, result: str, name: str) -> list[str]:
-        """Sums `source` (block_m, columns) over the extent into `result` (stat_shape)."""
+        """Sums `source` (a per-row buffer of the row's columns) over the extent into `result` (stat_shape)."""
         if self.over == "head":
-            return [f"T.reduce_sum(T.reshape({source}, ({frame.bm}, {self.padded_heads}, {HEAD_DIM})), {result}, dim=2)"]
+            heads = frame.layout.rows(self.heads_in(frame.layout.padded_hidden), NamedExtent(self.head_dim, HEAD_DIM))
+            return [f"T.reduce_sum(T.reshape({source}, {shape_source(heads)}), {result}, dim={len(heads) - 1})"]
         return frame.row_reduce(source, result, "sum", name)
 
     def store(self, frame: KernelFrame, param: str, fragment: str) -> list[str]:
         if self.over != "head":
-            return frame.store_per_row(param, f"{fragment}[i]")
-        return frame.store_per_head(param, fragment, self.heads)
+            return frame.store_per_row(param, fragment)
+        return frame.store_per_head(param, fragment, self.heads_in(self.row_width))
 
     # --- torch reference and float64 oracle ---
     @property

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import KernelFrame, literal, string_literal
+from ..codegen import HIDDEN, KernelFrame, indent, literal, shape_source, string_literal
 from ..cuda_checks import Check, row_access
-from ..model import DTYPE_BYTES, Constant, Dim, Reduction, Schedule, Scratch, Stage, Tensor
+from ..model import DTYPE_BYTES, Constant, Dim, Extent, Reduction, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from ..tolerance import Close
 from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
@@ -92,6 +92,12 @@ def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
     return problems
 
 
+def _groups(columns: int, group_size: int) -> int:
+    """The groups of `columns` columns (of a padded row: padding groups included), named as the kernel
+    writes the count."""
+    return parts_of(columns, group_size, "GROUP_SIZE")
+
+
 def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
     per_token = op.group_size == "token"
     groups = 1 if per_token else ctx.hidden // op.group_size
@@ -108,7 +114,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         "amax_floor": op.amax_floor,
         "scale_layout": op.scale_layout,
     }
-    scale_shape = (ctx.block_m,) if per_token else (ctx.block_m, padded_groups)
+    scale_shape = ctx.rows() if per_token else ctx.rows(_groups(ctx.padded_hidden, op.group_size))
     constants = (
         Constant("FP8_MAX", FP8_MAX[op.fp8], f"the largest finite {op.fp8}: a group's amax maps to it"),
         Constant("AMAX_FLOOR", op.amax_floor, "an all-zero group's amax, so its scale stays a normal float32"),
@@ -127,7 +133,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
                 "Scale",
                 "scale",
                 "float32",
-                (Dim(tokens=True), Dim(size=groups)),
+                (Dim(tokens=True), Dim(size=groups if per_token else _groups(Extent(ctx.hidden, HIDDEN), op.group_size))),
                 "output",
                 "dequantisation scale per group",
                 layout=op.scale_layout,
@@ -136,13 +142,13 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         scratch=(
             Scratch("group_scale", "fragment", scale_shape, "float32", "amax, then the scale, of each group"),
             Scratch("inverse_scale", "fragment", scale_shape, "float32", "1/scale, rounded once, so each element costs a multiply"),
-            Scratch("quantized", "fragment", (ctx.block_m, ctx.padded_hidden), fp8, "fp8 row before its vector store"),
+            Scratch("quantized", "fragment", ctx.rows(ctx.padded_hidden), fp8, "fp8 row before its vector store"),
         ),
         reductions=(
             Reduction(
                 "group amax",
                 "absmax",
-                "row" if per_token else f"row viewed as ({ctx.block_m}, {padded_groups}, {op.group_size})",
+                "row" if per_token else f"row viewed as {ctx.rows(padded_groups, op.group_size)}",
                 "group_scale",
                 "row" if per_token else f"group of {op.group_size} columns",
                 # A group spans lanes of one warp: its amax needs no exchange.
@@ -198,25 +204,32 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
     """From each group's amax (in group_scale) to the stores; `row_scale`: a per-row factor applied to the
     row after its amax was taken, so the amax is multiplied by it too."""
     p = stage.params
-    bm, cols = frame.bm, frame.columns
     if _per_token(stage):
-        at, each_group, at_column = "i", f"for i in T.Parallel({bm}):", "i"
-        store_scale = frame.store_per_row("Scale", "group_scale[i]", ", 0")
+        at, at_column = frame.at(), frame.at()
+        each_group = frame.per_row
+        store_scale = frame.store_per_row("Scale", "group_scale", ", 0")
     else:
-        groups = p["padded_groups"]
-        at, each_group, at_column = "i, k", f"for i, k in T.Parallel({bm}, {groups}):", "i, j // GROUP_SIZE"
+        groups = rendered(_groups(frame.layout.padded_hidden, p["group_size"]))
+        at, at_column = frame.at("k"), frame.at("j // GROUP_SIZE")
+
+        def each_group(statements: list[str]) -> list[str]:
+            return [frame.loop(("k", groups)), *indent(statements, 4)]
+
         store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
-    amax = f"group_scale[{at}]" + (f" * {row_scale}[i]" if row_scale else "")
+    amax = f"group_scale[{at}]" + (f" * {row_scale}[{frame.at()}]" if row_scale else "")
     return [
-        each_group,
-        f"    group_scale[{at}] = {_scale_expr(p, amax)}",
-        f"    inverse_scale[{at}] = {_reciprocal(f'group_scale[{at}]')}",
-        f"for i, j in T.Parallel({bm}, {cols}):",
+        *each_group(
+            [
+                f"group_scale[{at}] = {_scale_expr(p, amax)}",
+                f"inverse_scale[{at}] = {_reciprocal(f'group_scale[{at}]')}",
+            ]
+        ),
+        frame.loop(("j", frame.columns)),
         # The clamp is the conversion's own: TileLang converts with __NV_SATFINITE, which saturates finite
         # values to ±fp8_max and keeps NaN NaN, as the reference's clamp does. A T.clamp here cost two
         # instructions per element in kernels that issue an instruction on ~2 of every 3 cycles (ncu,
         # NOTES.md step 14), and turned NaN into fp8_max.
-        f"    quantized[i, j] = T.cast(row[i, j] * inverse_scale[{at_column}], {string_literal(p['fp8_dtype'])})",
+        f"    quantized[{frame.at('j')}] = T.cast(row[{frame.at('j')}] * inverse_scale[{at_column}], {string_literal(p['fp8_dtype'])})",
         f"T.copy(quantized, Q[{frame.token('0')}, 0])",
         *store_scale,
     ]
@@ -227,7 +240,10 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         reduce = frame.row_reduce("row", "group_scale", "absmax", "row_amax")
     else:
         # A group spans group_size / vector lanes of one warp, so TileLang's reduction is shuffles only.
-        reduce = [f"T.reduce_absmax(T.reshape(row, ({frame.bm}, {stage.params['padded_groups']}, GROUP_SIZE)), group_scale, dim=2)"]
+        groups = frame.layout.rows(
+            _groups(frame.layout.padded_hidden, stage.params["group_size"]), Extent(stage.params["group_size"], "GROUP_SIZE")
+        )
+        reduce = [f"T.reduce_absmax(T.reshape(row, {shape_source(groups)}), group_scale, dim={len(groups) - 1})"]
     return [*_declare(frame), *reduce, *_quantize(stage, frame)]
 
 

@@ -111,11 +111,11 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
         inputs=inputs,
         outputs=outputs,
         scratch=(
-            Scratch("sumsq_terms", "fragment", (ctx.block_m, ctx.padded_hidden), "float32", "x² per column before the sum"),
+            Scratch("sumsq_terms", "fragment", ctx.rows(ctx.padded_hidden), "float32", "x² per column before the sum"),
             Scratch(
                 "rstd",
                 "fragment",
-                extent.stat_shape(ctx.block_m),
+                extent.stat_shape(ctx),
                 "float32",
                 f"one reciprocal RMS per {'head' if extent.over == 'head' else 'row'}, replicated across its threads",
             ),
@@ -136,35 +136,37 @@ def _weight(stage: Stage, frame: KernelFrame) -> str:
 
 def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
     weight = f" * {_weight(stage, frame)}" if stage.params["weight"] else ""
-    return f"{value} * rstd[{Extent.read(stage.params).at_column}]{weight}"
+    return f"{value} * rstd[{Extent.read(stage.params).at_column(frame)}]{weight}"
 
 
 def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
     extent = Extent.read(stage.params)
-    each, at = extent.each_statistic(frame)
-    lines = [each, f"    rstd[{at}] = T.rsqrt(rstd[{at}] / {extent.count} + EPS)"]
+    at = extent.at_statistic(frame)
+    lines = extent.each_statistic(frame, [f"rstd[{at}] = T.rsqrt(rstd[{at}] / {extent.count} + EPS)"])
     if stage.params["writes_rstd"]:
         lines += extent.store(frame, "Rstd", "rstd")
     return lines
 
 
 def _sumsq_terms(stage: Stage, frame: KernelFrame) -> list[str]:
+    at = frame.at("j")
     return [
         frame.alloc("sumsq_terms"),
         frame.alloc("rstd"),
-        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
-        f"    sumsq_terms[i, j] = {Extent.read(stage.params).masked('row[i, j] * row[i, j]')}",
+        frame.loop(("j", frame.columns)),
+        f"    sumsq_terms[{at}] = {Extent.read(stage.params).masked(f'row[{at}] * row[{at}]')}",
     ]
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     extent = Extent.read(stage.params)
+    at = frame.at("j")
     return [
         *_sumsq_terms(stage, frame),
         *extent.reduce(frame, "sumsq_terms", "rstd", "sumsq"),
         *_rstd_lines(stage, frame),
-        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
-        f"    row[i, j] = {extent.only_inside(_scale_expr(stage, frame, 'row[i, j]'))}",
+        frame.loop(("j", frame.columns)),
+        f"    row[{at}] = {extent.only_inside(frame, _scale_expr(stage, frame, f'row[{at}]'))}",
     ]
 
 
@@ -173,7 +175,8 @@ def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
     row times w only."""
     lines = [*_sumsq_terms(stage, frame), *frame.row_partials("sumsq_terms", "sum", "sumsq")]
     if stage.params["weight"]:
-        lines += [f"for i, j in T.Parallel({frame.bm}, {frame.columns}):", f"    row[i, j] = row[i, j] * {_weight(stage, frame)}"]
+        at = frame.at("j")
+        lines += [frame.loop(("j", frame.columns)), f"    row[{at}] = row[{at}] * {_weight(stage, frame)}"]
     return lines
 
 
@@ -181,26 +184,26 @@ def emit_rescale(stage: Stage, frame: KernelFrame, row_scale: str) -> list[str]:
     """Joint reduction, after the exchange: rstd (`row_scale`), then the row (x·w, rotated) times it."""
     return [
         *_rstd_lines(stage, frame),
-        f"for i, j in T.Parallel({frame.bm}, {frame.columns}):",
-        f"    row[i, j] = row[i, j] * {row_scale}[i]",
+        frame.loop(("j", frame.columns)),
+        f"    row[{frame.at('j')}] = row[{frame.at('j')}] * {row_scale}[{frame.at()}]",
     ]
 
 
 def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     """The textbook kernel: the row is staged in shared memory and read from there twice."""
-    bm, cols = frame.bm, frame.columns
-    as_float = 'T.cast(row_shared[i, j], "float32")'
+    each_column, at = frame.loop(("j", frame.columns)), frame.at("j")
+    as_float = f'T.cast(row_shared[{at}], "float32")'
     return [
         frame.alloc("row_shared"),
         frame.alloc("sumsq_terms"),
         frame.alloc("rstd"),
         f"T.copy(X[{frame.token('0')}, 0], row_shared, disable_tma=True)",
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    sumsq_terms[i, j] = {as_float} * {as_float}",
+        each_column,
+        f"    sumsq_terms[{at}] = {as_float} * {as_float}",
         *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
         *_rstd_lines(stage, frame),
-        f"for i, j in T.Parallel({bm}, {cols}):",
-        f"    row_shared[i, j] = T.cast({_scale_expr(stage, frame, as_float)}, {string_literal(dtype)})",
+        each_column,
+        f"    row_shared[{at}] = T.cast({_scale_expr(stage, frame, as_float)}, {string_literal(dtype)})",
         f"T.copy(row_shared, Y[{frame.token('0')}, 0], disable_tma=True)",
     ]
 
@@ -212,7 +215,7 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
     One reduction per row, not one per chunk: each is a barrier, and with one per chunk a row's chunk
     loads waited on each other (8 dependent round trips per row at 4 chunks). Both loops are unrolled
     with no barrier inside, so every chunk's loads of a pass are in flight together."""
-    bm, blk_k, n = frame.bm, frame.columns, frame.hidden
+    blk_k, n, at = frame.layout.padded_hidden, frame.hidden, frame.at("j")
     chunks = -(-n // blk_k)
     col = "chunk_start + j"
     weight = ""
@@ -230,22 +233,22 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         "T.clear(sumsq_terms)",
         f"for k in T.unroll({chunks}):",
         f"    T.copy(X[{frame.token('0')}, k * {blk_k}], chunk)",
-        f"    for i, j in T.Parallel({bm}, {blk_k}):",
-        "        sumsq_terms[i, j] = sumsq_terms[i, j] + chunk[i, j] * chunk[i, j]",
+        f"    {frame.loop(('j', str(blk_k)))}",
+        f"        sumsq_terms[{at}] = sumsq_terms[{at}] + chunk[{at}] * chunk[{at}]",
         *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
         *_rstd_lines(stage, frame),
         # Pass 2 walks the chunks backwards: the ones pass 1 read last are the likeliest still cached.
         f"for k in T.unroll({chunks}):",
         f"    chunk_start = ({chunks} - 1 - k) * {blk_k}",
         f"    T.copy(X[{frame.token('0')}, chunk_start], chunk)",
-        f"    for i, j in T.Parallel({bm}, {blk_k}):",
-        f"        chunk[i, j] = chunk[i, j] * rstd[i]{weight}",
+        f"    {frame.loop(('j', str(blk_k)))}",
+        f"        chunk[{at}] = chunk[{at}] * rstd[{frame.at()}]{weight}",
         f"    T.copy(chunk, Y[{frame.token('0')}, chunk_start])",
     ]
 
 
 def variant_scratch(variant: str, stage: Stage, layout: Layout, dtype: str) -> tuple[Scratch, ...]:
-    shape = (layout.block_m, layout.padded_hidden)
+    shape = layout.rows(layout.padded_hidden)
     if variant == "naive":
         # No barrier of its own: each thread reads back the columns it copied (the committed CUDA shows
         # the exchange's barrier only).

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
 from ..cuda_checks import Check
-from ..model import Constant, Dim, Layout, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
 WARP_LANES = 32
@@ -128,13 +128,13 @@ def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
                 "CosSinCache",
                 "cos_sin_cache",
                 "float32",
-                (Dim(size=op.max_position), Dim(size=op.rope_dim)),
+                (Dim(size=op.max_position), Dim(size=Extent(op.rope_dim, "ROPE_DIM"))),
                 "input",
                 "cos(θ) per position and pair in the first rope_dim/2 columns, sin(θ) in the rest; read at the tokens' positions only",
                 index="Positions",
             ),
         )
-    half = op.rope_dim // 2
+    half = Extent(op.rope_dim // 2, HALF)
     return tuple(
         Tensor(param, param.lower(), "float32", (Dim(tokens=True), Dim(size=half)), "input", f"{param.lower()}(θ) per token and pair")
         for param in ("Cos", "Sin")
@@ -164,7 +164,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "rope_span",
                 "shared",
-                (ctx.block_m, ctx.heads * op.rope_dim),
+                ctx.rows(_span_buffer_width(op.rope_dim, ctx.heads)),
                 "float32",
                 "the span's values, so each thread can read its partner",
                 barrier=True,
@@ -192,6 +192,11 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Constant("ROPE_HALF", op.rope_dim // 2, "RoPE: its pairs, the columns of cos and sin, the distance of neox partners"),
         ),
     )
+
+
+def _span_buffer_width(rope_dim: int, heads: int) -> Extent:
+    """The shared span copy's width: one span, or the span of every head side by side."""
+    return Extent(heads * rope_dim, "ROPE_DIM" if heads == 1 else f"{HIDDEN} // {HEAD_DIM} * ROPE_DIM")
 
 
 def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | None:
@@ -252,11 +257,11 @@ def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -
 HALF = "ROPE_HALF"
 
 
-def _pair_terms(style: str) -> tuple[str, str]:
+def _pair_terms(style: str, frame: KernelFrame) -> tuple[str, str]:
     """(partner value with its sign, cos/sin column) for span column j, read from the shared copy."""
     if style == "neox":
-        return f"T.if_then_else(j < {HALF}, -rope_span[i, j + {HALF}], rope_span[i, j - {HALF}])", f"j % {HALF}"
-    return "T.if_then_else(j % 2 == 0, -rope_span[i, j + 1], rope_span[i, j - 1])", "j // 2"
+        return f"T.if_then_else(j < {HALF}, -rope_span[{frame.at(f'j + {HALF}')}], rope_span[{frame.at(f'j - {HALF}')}])", f"j % {HALF}"
+    return f"T.if_then_else(j % 2 == 0, -rope_span[{frame.at('j + 1')}], rope_span[{frame.at('j - 1')}])", "j // 2"
 
 
 def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
@@ -271,24 +276,31 @@ def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     if "head_dim" in stage.params:
         return _emit_per_head(stage, frame)
-    partner, pair = _pair_terms(stage.params["style"])
+    partner, pair = _pair_terms(stage.params["style"], frame)
     cos, sin = _cos_sin(stage, frame, pair)
-    value = "row[i, ROPE_START + j]"
+    value = f"row[{frame.at('ROPE_START + j')}]"
+    # The span loops keep the block's row axis where the block has one row: TileLang lays out a 1-D loop
+    # over a span at column 0 across all the threads (predicated iterations on every thread, not one
+    # vector on the span's threads), while it lays out the (1, ROPE_DIM) loop as before.
+    each_span_column = f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):"
+    why = ["# A row axis of one: TileLang maps the span loop to the span's threads only in this form."] if frame.one_row else []
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
             *_sign_comment(stage),
-            f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
+            *why,
+            each_span_column,
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {HALF}, -1.0, 1.0) * {sin}",
         ]
     return [
         frame.alloc("rope_span"),
-        f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
-        f"    rope_span[i, j] = {value}",
+        *why,
+        each_span_column,
+        f"    rope_span[{frame.at('j')}] = {value}",
         *_sign_comment(stage),
-        f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
-        f"    {value} = rope_span[i, j] * {cos} + {partner} * {sin}",
+        each_span_column,
+        f"    {value} = rope_span[{frame.at('j')}] * {cos} + {partner} * {sin}",
     ]
 
 
@@ -314,21 +326,23 @@ def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
         conditions.append(f"j < {HIDDEN}")  # padding heads would index past the span buffer
     in_span = all_of(conditions) if conditions else None
 
+    element = f"row[{frame.at('j')}]"
+
     def rotated(value: str, partner: str) -> str:
         turned = f"{value} * {cos} + {partner} * {sin}"
-        return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, row[i, j])"
+        return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, {element})"
 
-    loop = f"for i, j in T.Parallel({frame.bm}, {frame.columns}):"
+    loop = frame.loop(("j", frame.columns))
     if p["pairing"] == "shuffle":
         # Every lane shuffles (columns outside the spans too, their result unused): a mask of all lanes.
-        swapped = f"T.shfl_xor(row[i, j], {p['partner_lanes']}, {WARP_LANES}, {p['lane_mask']:#x})"
+        swapped = f"T.shfl_xor({element}, {p['partner_lanes']}, {WARP_LANES}, {p['lane_mask']:#x})"
         sign = f"T.if_then_else({first}, -1.0, 1.0)"
-        return [*_sign_comment(stage), loop, f"    row[i, j] = {rotated('row[i, j]', f'{swapped} * {sign}')}"]
-    at = f"i, j // {HEAD_DIM} * ROPE_DIM + {k}"
+        return [*_sign_comment(stage), loop, f"    {element} = {rotated(element, f'{swapped} * {sign}')}"]
+    at = frame.at(f"j // {HEAD_DIM} * ROPE_DIM + {k}")
     distance = HALF if neox else "1"
     partner = f"T.if_then_else({first}, -rope_span[{at} + {distance}], rope_span[{at} - {distance}])"
-    store = [f"    rope_span[{at}] = row[i, j]"] if in_span is None else [f"    if {in_span}:", f"        rope_span[{at}] = row[i, j]"]
-    return [frame.alloc("rope_span"), loop, *store, *_sign_comment(stage), loop, f"    row[i, j] = {rotated(f'rope_span[{at}]', partner)}"]
+    store = [f"    rope_span[{at}] = {element}"] if in_span is None else [f"    if {in_span}:", f"        rope_span[{at}] = {element}"]
+    return [frame.alloc("rope_span"), loop, *store, *_sign_comment(stage), loop, f"    {element} = {rotated(f'rope_span[{at}]', partner)}"]
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:

@@ -3,9 +3,6 @@
 """layer_norm_fwd: LayerNorm(eps=1e-05, weight=True, bias=True) over hidden = 4096, float16.
 
 program_0, tokens 1+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
-  - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
   - op[0] variance from the centred values held in registers (two reductions, one read of x): exact where E[x²] − mean² would cancel catastrophically for rows with a large mean
 Inputs:
   x (m, 4096) float16: activations, one row per token
@@ -33,80 +30,98 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)), TensorSpec("mean", torch
 Outputs = output_tuple(OUTPUTS)
 
 
-def program_0():
-    """The TileLang program (a T.prim_func) for tokens 1+, before compilation."""
+def fused_program(threads: int, vector: int):
+    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched, before compilation."""
     m = T.dynamic("m")
+    chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
+    warps = threads // 32
+
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
+
+    def row_index(j):
+        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Bias: T.Tensor((4096,), "float16"),
-        Y: T.Tensor((m, 4096), "float16"),
+        X: T.Tensor((m, HIDDEN), "float16"),
+        Weight: T.Tensor((HIDDEN,), "float16"),
+        Bias: T.Tensor((HIDDEN,), "float16"),
+        Y: T.Tensor((m, HIDDEN), "float16"),
         Mean: T.Tensor((m,), "float32"),
         Rstd: T.Tensor((m,), "float32"),
     ):
-        with T.Kernel(m, threads=128) as block:
-            row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
+        with T.Kernel(m, threads=threads) as block:
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((4096,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
-            for j in T.Parallel(4096):
+            weight_staged = T.alloc_fragment((HIDDEN,), "float16")
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            bias_staged = T.alloc_fragment((4096,), "float16")
-            T.annotate_layout({bias_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
-            for j in T.Parallel(4096):
+            bias_staged = T.alloc_fragment((HIDDEN,), "float16")
+            T.annotate_layout({bias_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            for j in T.Parallel(HIDDEN):
                 bias_staged[j] = Bias[j]
             # --- op[0] LayerNorm(eps=1e-05, weight=True, bias=True) ---
-            centered_sq = T.alloc_fragment((1, 4096), "float32")
+            centered_sq = T.alloc_fragment((HIDDEN,), "float32")
             mean = T.alloc_fragment((1,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            row_sum_lanes = T.alloc_fragment((1, 4, 128), "float32")
-            row_sum_thread = T.alloc_fragment((1, 128), "float32")
-            T.reduce_sum(T.reshape(row, (1, 4, 128, 8)), row_sum_lanes, dim=3)
-            T.reduce_sum(row_sum_lanes, row_sum_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                row_sum_thread[i, t] = T.warp_reduce_sum(row_sum_thread[i, t])
-            row_sum_warps = T.alloc_shared((1, 1, 4), "float32")
-            for i, t in T.Parallel(1, 128):
+            row_sum_lanes = T.alloc_fragment((chunks, threads), "float32")
+            row_sum_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(row, (chunks, threads, vector)), row_sum_lanes, dim=2)
+            T.reduce_sum(row_sum_lanes, row_sum_thread, dim=0)
+            for t in T.Parallel(threads):
+                row_sum_thread[t] = T.warp_reduce_sum(row_sum_thread[t])
+            row_sum_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    row_sum_warps[i, 0, t // 32] = row_sum_thread[i, t]
-            for i in T.Parallel(1):
-                mean[i] = row_sum_warps[i, 0, 0]
-                for w in T.serial(1, 4):
-                    mean[i] = mean[i] + row_sum_warps[i, 0, w]
-            for i in T.Parallel(1):
-                mean[i] = mean[i] / HIDDEN
-            for i, j in T.Parallel(1, 4096):
-                row[i, j] = row[i, j] - mean[i]
-            for i, j in T.Parallel(1, 4096):
-                centered_sq[i, j] = row[i, j] * row[i, j]
-            centered_sum_lanes = T.alloc_fragment((1, 4, 128), "float32")
-            centered_sum_thread = T.alloc_fragment((1, 128), "float32")
-            T.reduce_sum(T.reshape(centered_sq, (1, 4, 128, 8)), centered_sum_lanes, dim=3)
-            T.reduce_sum(centered_sum_lanes, centered_sum_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                centered_sum_thread[i, t] = T.warp_reduce_sum(centered_sum_thread[i, t])
-            centered_sum_warps = T.alloc_shared((1, 1, 4), "float32")
-            for i, t in T.Parallel(1, 128):
+                    row_sum_warps[0, t // 32] = row_sum_thread[t]
+            mean[0] = row_sum_warps[0, 0]
+            for w in T.serial(1, warps):
+                mean[0] = mean[0] + row_sum_warps[0, w]
+            mean[0] = mean[0] / HIDDEN
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] - mean[0]
+            for j in T.Parallel(HIDDEN):
+                centered_sq[j] = row[j] * row[j]
+            centered_sum_lanes = T.alloc_fragment((chunks, threads), "float32")
+            centered_sum_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(centered_sq, (chunks, threads, vector)), centered_sum_lanes, dim=2)
+            T.reduce_sum(centered_sum_lanes, centered_sum_thread, dim=0)
+            for t in T.Parallel(threads):
+                centered_sum_thread[t] = T.warp_reduce_sum(centered_sum_thread[t])
+            centered_sum_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    centered_sum_warps[i, 0, t // 32] = centered_sum_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = centered_sum_warps[i, 0, 0]
-                for w in T.serial(1, 4):
-                    rstd[i] = rstd[i] + centered_sum_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
+                    centered_sum_warps[0, t // 32] = centered_sum_thread[t]
+            rstd[0] = centered_sum_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + centered_sum_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Mean[block] = mean[i]
+            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
             for i in T.Parallel(1):
                 Rstd[block] = rstd[i]
-            for i, j in T.Parallel(1, 4096):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j] + bias_staged[j]
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * weight_staged[j] + bias_staged[j]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
+
+
+def program_0():
+    """Tokens 1+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
+    - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
+    """
+    return fused_program(threads=128, vector=8)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

@@ -3,13 +3,7 @@
 """rms_norm_naive_row_per_block: RMSNorm(eps=1e-06, weight=True) over hidden = 4096, float16.
 
 program_0, tokens 1–64: naive, 256 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), as the threads hint asks
-  - the row is staged in shared memory and read from there twice (the textbook form)
 program_1, tokens 65+: naive, 128 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
-  - the row is staged in shared memory and read from there twice (the textbook form)
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
@@ -33,84 +27,64 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
 Outputs = output_tuple(OUTPUTS)
 
 
-def program_0():
-    """The TileLang program (a T.prim_func) for tokens 1–64, before compilation."""
+def fused_program(threads: int, vector: int):
+    """The TileLang program (a T.prim_func) of a naive schedule, one row per block, before compilation."""
     m = T.dynamic("m")
+    chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
+    warps = threads // 32
 
     @T.prim_func
     def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Y: T.Tensor((m, 4096), "float16"),
+        X: T.Tensor((m, HIDDEN), "float16"),
+        Weight: T.Tensor((HIDDEN,), "float16"),
+        Y: T.Tensor((m, HIDDEN), "float16"),
     ):
-        with T.Kernel(m, threads=256) as block:
-            row_shared = T.alloc_shared((1, 4096), "float16")
-            sumsq_terms = T.alloc_fragment((1, 4096), "float32")
+        with T.Kernel(m, threads=threads) as block:
+            row_shared = T.alloc_shared((HIDDEN,), "float16")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
             T.copy(X[block, 0], row_shared, disable_tma=True)
-            for i, j in T.Parallel(1, 4096):
-                sumsq_terms[i, j] = T.cast(row_shared[i, j], "float32") * T.cast(row_shared[i, j], "float32")
-            sumsq_lanes = T.alloc_fragment((1, 2, 256), "float32")
-            sumsq_thread = T.alloc_fragment((1, 256), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 2, 256, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 256):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, 8), "float32")
-            for i, t in T.Parallel(1, 256):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = T.cast(row_shared[j], "float32") * T.cast(row_shared[j], "float32")
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, 8):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, 4096):
-                row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row_shared[j] = T.cast(T.cast(row_shared[j], "float32") * rstd[0] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)
 
     return fused.with_attr("global_symbol", NAME)
+
+
+def program_0():
+    """Tokens 1–64: naive, 256 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), as the threads hint asks
+    - the row is staged in shared memory and read from there twice (the textbook form)
+    """
+    return fused_program(threads=256, vector=8)
 
 
 def program_1():
-    """The TileLang program (a T.prim_func) for tokens 65+, before compilation."""
-    m = T.dynamic("m")
+    """Tokens 65+: naive, 128 threads, 16-byte vectors, 1 row(s) per block. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
 
-    @T.prim_func
-    def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Y: T.Tensor((m, 4096), "float16"),
-    ):
-        with T.Kernel(m, threads=128) as block:
-            row_shared = T.alloc_shared((1, 4096), "float16")
-            sumsq_terms = T.alloc_fragment((1, 4096), "float32")
-            rstd = T.alloc_fragment((1,), "float32")
-            T.copy(X[block, 0], row_shared, disable_tma=True)
-            for i, j in T.Parallel(1, 4096):
-                sumsq_terms[i, j] = T.cast(row_shared[i, j], "float32") * T.cast(row_shared[i, j], "float32")
-            sumsq_lanes = T.alloc_fragment((1, 4, 128), "float32")
-            sumsq_thread = T.alloc_fragment((1, 128), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 4, 128, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, 4), "float32")
-            for i, t in T.Parallel(1, 128):
-                if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, 4):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, 4096):
-                row_shared[i, j] = T.cast(T.cast(row_shared[i, j], "float32") * rstd[i] * Weight[j], "float16")
-            T.copy(row_shared, Y[block, 0], disable_tma=True)
-
-    return fused.with_attr("global_symbol", NAME)
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
+    - the row is staged in shared memory and read from there twice (the textbook form)
+    """
+    return fused_program(threads=128, vector=8)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

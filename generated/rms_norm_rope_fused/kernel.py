@@ -3,19 +3,13 @@
 """rms_norm_rope_fused: RMSNorm(eps=1e-06, weight=True) → RoPE(neox, tail 64 columns [4032, 4096)) over hidden = 4096, float16.
 
 program_0, tokens 1–64 and 1025+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
-  - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
 program_1, tokens 65–1024: fragment, 512 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 512 threads × 8-element vectors (16 B) cover the row in 1 vector(s) per thread (8 fp32 values), as the threads hint asks
-  - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
   - op[1] pairing: warp shuffle, partners 4 lanes apart. The span lies in one tile of the row layout, one vector per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's by __shfl_xor_sync among the span's lanes: no shared memory, no barrier.
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
-  cos (m, 32) float32: cos(θ) per token and pair
-  sin (m, 32) float32: sin(θ) per token and pair
+  cos (m, ROPE_HALF) float32: cos(θ) per token and pair
+  sin (m, ROPE_HALF) float32: sin(θ) per token and pair
 Outputs:
   y (m, 4096) float16: the chain's row after its last transforming op
 Tokens: dynamic (each program serves every count in its range).
@@ -39,122 +33,92 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
 Outputs = output_tuple(OUTPUTS)
 
 
-def program_0():
-    """The TileLang program (a T.prim_func) for tokens 1–64 and 1025+, before compilation."""
+def fused_program(threads: int, vector: int):
+    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched, before compilation."""
     m = T.dynamic("m")
+    chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
+    warps = threads // 32
+
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
+
+    def row_index(j):
+        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Cos: T.Tensor((m, 32), "float32"),
-        Sin: T.Tensor((m, 32), "float32"),
-        Y: T.Tensor((m, 4096), "float16"),
+        X: T.Tensor((m, HIDDEN), "float16"),
+        Weight: T.Tensor((HIDDEN,), "float16"),
+        Cos: T.Tensor((m, ROPE_HALF), "float32"),
+        Sin: T.Tensor((m, ROPE_HALF), "float32"),
+        Y: T.Tensor((m, HIDDEN), "float16"),
     ):
-        with T.Kernel(m, threads=128) as block:
-            row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
+        with T.Kernel(m, threads=threads) as block:
+            row = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((4096,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
-            for j in T.Parallel(4096):
+            weight_staged = T.alloc_fragment((HIDDEN,), "float16")
+            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                sin_staged[i, j] = Sin[block, j]
+            cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                cos_staged[j] = Cos[block, j]
+            sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
+            for j in T.Parallel(ROPE_HALF):
+                sin_staged[j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((1, 4096), "float32")
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, 4096):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, 4, 128), "float32")
-            sumsq_thread = T.alloc_fragment((1, 128), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 4, 128, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, 4), "float32")
-            for i, t in T.Parallel(1, 128):
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, 4):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, 4096):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            for j in T.Parallel(HIDDEN):
+                row[j] = row[j] * rstd[0] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
+            # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
             for i, j in T.Parallel(1, ROPE_DIM):
-                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
+                row[ROPE_START + j] = row[ROPE_START + j] * cos_staged[j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[j % ROPE_HALF]
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
+
+
+def program_0():
+    """Tokens 1–64 and 1025+: fragment, 128 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
+    - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
+    """
+    return fused_program(threads=128, vector=8)
 
 
 def program_1():
-    """The TileLang program (a T.prim_func) for tokens 65–1024, before compilation."""
-    m = T.dynamic("m")
+    """Tokens 65–1024: fragment, 512 threads, 16-byte vectors, 1 row(s) per block, side inputs prefetched. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
 
-    @T.prim_func
-    def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Cos: T.Tensor((m, 32), "float32"),
-        Sin: T.Tensor((m, 32), "float32"),
-        Y: T.Tensor((m, 4096), "float16"),
-    ):
-        with T.Kernel(m, threads=512) as block:
-            row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 512, forward_index_fn=lambda i, j: (i * 4096 + j) // 4096 * 8 + j % 8)})
-            T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((4096,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 512, forward_index_fn=lambda column: column // 4096 * 8 + column % 8)})
-            for j in T.Parallel(4096):
-                weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                cos_staged[i, j] = Cos[block, j]
-            sin_staged = T.alloc_shared((1, 32), "float32")
-            for i, j in T.Parallel(1, 32):
-                sin_staged[i, j] = Sin[block, j]
-            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((1, 4096), "float32")
-            rstd = T.alloc_fragment((1,), "float32")
-            for i, j in T.Parallel(1, 4096):
-                sumsq_terms[i, j] = row[i, j] * row[i, j]
-            sumsq_lanes = T.alloc_fragment((1, 1, 512), "float32")
-            sumsq_thread = T.alloc_fragment((1, 512), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 1, 512, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 512):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, 16), "float32")
-            for i, t in T.Parallel(1, 512):
-                if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, 16):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
-            for i, j in T.Parallel(1, 4096):
-                row[i, j] = row[i, j] * rstd[i] * weight_staged[j]
-            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
-            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
-            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            for i, j in T.Parallel(1, ROPE_DIM):
-                row[i, ROPE_START + j] = row[i, ROPE_START + j] * cos_staged[i, j % ROPE_HALF] + T.shfl_xor(row[i, ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[i, j % ROPE_HALF]
-            T.copy(row, Y[block, 0])
-
-    return fused.with_attr("global_symbol", NAME)
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 512 threads × 8-element vectors (16 B) cover the row in 1 vector(s) per thread (8 fp32 values), as the threads hint asks
+    - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
+    """
+    return fused_program(threads=512, vector=8)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

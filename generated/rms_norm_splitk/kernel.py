@@ -3,8 +3,6 @@
 """rms_norm_splitk: RMSNorm(eps=1e-06, weight=True) over hidden = 4096, float16.
 
 program_0, tokens 1+: splitk, 128 threads, 16-byte vectors, 1 row(s) per block, blk_k 1024. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
-  - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
-  - 4 chunks of 1024 columns: only one chunk is in registers at a time, x is read twice (sum of squares, then scale), the second pass in reverse chunk order so it starts on cached data
 Inputs:
   x (m, 4096) float16: activations, one row per token
   weight (4096,) float16: per-column scale w
@@ -28,51 +26,68 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
 Outputs = output_tuple(OUTPUTS)
 
 
-def program_0():
-    """The TileLang program (a T.prim_func) for tokens 1+, before compilation."""
+def fused_program(threads: int, vector: int):
+    """The TileLang program (a T.prim_func) of a splitk schedule, one row per block, 1024-column chunks, before compilation."""
     m = T.dynamic("m")
+    chunks = 1024 // (threads * vector)  # vectors each thread holds of a row
+    warps = threads // 32
+
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
+
+    def row_index(j):
+        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
+        return j // (vector * threads) * vector + j % vector
 
     @T.prim_func
     def fused(
-        X: T.Tensor((m, 4096), "float16"),
-        Weight: T.Tensor((4096,), "float16"),
-        Y: T.Tensor((m, 4096), "float16"),
+        X: T.Tensor((m, HIDDEN), "float16"),
+        Weight: T.Tensor((HIDDEN,), "float16"),
+        Y: T.Tensor((m, HIDDEN), "float16"),
     ):
-        with T.Kernel(m, threads=128) as block:
-            chunk = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
-            sumsq_terms = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({sumsq_terms: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
+        with T.Kernel(m, threads=threads) as block:
+            chunk = T.alloc_fragment((1024,), "float32")
+            T.annotate_layout({chunk: T.Fragment((1024,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            sumsq_terms = T.alloc_fragment((1024,), "float32")
+            T.annotate_layout({sumsq_terms: T.Fragment((1024,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             rstd = T.alloc_fragment((1,), "float32")
             T.clear(sumsq_terms)
             for k in T.unroll(4):
                 T.copy(X[block, k * 1024], chunk)
-                for i, j in T.Parallel(1, 1024):
-                    sumsq_terms[i, j] = sumsq_terms[i, j] + chunk[i, j] * chunk[i, j]
-            sumsq_lanes = T.alloc_fragment((1, 1, 128), "float32")
-            sumsq_thread = T.alloc_fragment((1, 128), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (1, 1, 128, 8)), sumsq_lanes, dim=3)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=1)
-            for i, t in T.Parallel(1, 128):
-                sumsq_thread[i, t] = T.warp_reduce_sum(sumsq_thread[i, t])
-            sumsq_warps = T.alloc_shared((1, 1, 4), "float32")
-            for i, t in T.Parallel(1, 128):
+                for j in T.Parallel(1024):
+                    sumsq_terms[j] = sumsq_terms[j] + chunk[j] * chunk[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
+            sumsq_warps = T.alloc_shared((1, warps), "float32")
+            for t in T.Parallel(threads):
                 if t % 32 == 0:
-                    sumsq_warps[i, 0, t // 32] = sumsq_thread[i, t]
-            for i in T.Parallel(1):
-                rstd[i] = sumsq_warps[i, 0, 0]
-                for w in T.serial(1, 4):
-                    rstd[i] = rstd[i] + sumsq_warps[i, 0, w]
-            for i in T.Parallel(1):
-                rstd[i] = T.rsqrt(rstd[i] / HIDDEN + EPS)
+                    sumsq_warps[0, t // 32] = sumsq_thread[t]
+            rstd[0] = sumsq_warps[0, 0]
+            for w in T.serial(1, warps):
+                rstd[0] = rstd[0] + sumsq_warps[0, w]
+            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
             for k in T.unroll(4):
                 chunk_start = (4 - 1 - k) * 1024
                 T.copy(X[block, chunk_start], chunk)
-                for i, j in T.Parallel(1, 1024):
-                    chunk[i, j] = chunk[i, j] * rstd[i] * Weight[chunk_start + j]
+                for j in T.Parallel(1024):
+                    chunk[j] = chunk[j] * rstd[0] * Weight[chunk_start + j]
                 T.copy(chunk, Y[block, chunk_start])
 
     return fused.with_attr("global_symbol", NAME)
+
+
+def program_0():
+    """Tokens 1+: splitk, 128 threads, 16-byte vectors, 1 row(s) per block, blk_k 1024. From tuning on NVIDIA H200 (2026-11-29, commit 3ece4af).
+
+    - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
+    - 4 chunks of 1024 columns: only one chunk is in registers at a time, x is read twice (sum of squares, then scale), the second pass in reverse chunk order so it starts on cached data
+    """
+    return fused_program(threads=128, vector=8)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

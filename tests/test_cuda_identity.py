@@ -1,0 +1,58 @@
+"""The CUDA TileLang produces for a few specs is the CUDA it produced before the emitters wrote kernel
+factories (tests/cuda_golden/, written by `scripts/cuda_identity.py --build` from the tree before them:
+a0d63a7, and 88e7de7 for the per-head and column-range members): a change to how kernel.py reads must
+not change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
+the model library, tests/cases.py, the oracle's specs and random specs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "cuda_golden"
+sys.path.insert(0, str(ROOT / "scripts"))
+import cuda_identity  # noqa: E402  (a script, importable by name in the spawned compile workers too)
+from cases import ROUTED  # noqa: E402
+
+
+def test_the_cuda_is_what_tilelang_produced_before_the_factories(tmp_path, capsys):
+    """A stream kernel, split-K with a ragged chunk, a padded row, column scales with a pinned count and
+    four rows per block, a routed kernel (512 threads; 256 threads × 2 rows, prefetched), a per-head
+    LayerNorm → per-head RoPE → group quant on both routes, and a norm over a column range of a padded
+    row (DeepSeek MLA's kv_a)."""
+    labels = sorted(path.stem for path in GOLDEN.glob("*.cu"))
+    assert len(labels) == 7
+    cuda_identity.build(tmp_path, random_specs=0, seed=0, jobs=2, only=labels)
+    assert cuda_identity.compare(GOLDEN, tmp_path) == 0, capsys.readouterr().out
+
+
+def test_compare_names_each_program_that_differs(tmp_path, capsys):
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+    kernel = "// header\n// ==== program_0: a\n__global__ void k0() {}\n// ==== program_1: b\n__global__ void k1() {}\n"
+    for directory in (before, after):
+        (directory / "same.cu").write_text(kernel)
+    (before / "changed.cu").write_text(kernel)
+    (after / "changed.cu").write_text(kernel.replace("k1() {}", "k1() { __syncthreads(); }"))
+    (before / "gone.cu").write_text(kernel)
+    assert cuda_identity.compare(before, after) == 1
+    out = capsys.readouterr().out
+    assert "changed: program_1 differs" in out and "changed: program_0" not in out
+    assert "gone: only in" in out and not any(line.startswith("same") for line in out.splitlines())
+    (after / "changed.cu").write_text(kernel)
+    (before / "gone.cu").unlink()
+    assert cuda_identity.compare(before, after) == 0
+
+
+def test_the_corpus_routes_every_per_head_and_column_range_case():
+    """Per-head and column-range kernels get programs of their own shape (per-head reductions, a span per
+    head, guarded per-column loads): each such case is compiled alone and with the routed cases' two
+    routes (one row, then two rows per block, prefetched), and the oracle's specs add other widths."""
+    corpus = cuda_identity.corpus(random_specs=0, seed=0)
+    shaped = {label for label, (spec, _, _) in corpus.items() if cuda_identity.heads_or_columns(spec)}
+    cases = {label.removeprefix("case-") for label in shaped if label.startswith("case-")}
+    assert cases and cases == {label.removeprefix("routed-") for label in shaped if label.startswith("routed-")}
+    assert corpus[f"routed-{min(cases)}"][2] == ROUTED
+    assert {"oracle-mla_kv_a", "oracle-ln_head_partial_gptj_group"} <= shaped
