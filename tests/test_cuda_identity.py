@@ -1,7 +1,8 @@
 """The CUDA TileLang produces for a few specs is the CUDA it produced before the emitters wrote kernel
 factories (tests/cuda_golden/, written by `scripts/cuda_identity.py --build` from the tree before them:
-a0d63a7, and 88e7de7 for the per-head and column-range members): a change to how kernel.py reads must
-not change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
+a0d63a7, and 88e7de7 for the per-head and column-range members; routed-ln_head_partial_gptj_group
+rewritten when the planner's 16-byte vector rule (issue 16) gave its 512-thread route 16-byte vectors):
+a change to how kernel.py reads must not change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 
 from __future__ import annotations

@@ -115,6 +115,6 @@ def test_one_row_programs_are_written_in_1d_forms():
         assert "def row_thread(i, j)" not in code and "column_thread" not in code, kernel
         assert code.count("T.Parallel(1)") == code.count("Scale[block, 0] = group_scale[i]"), kernel
         assert code.count("T.Parallel(1, ") == code.count("T.Parallel(1, ROPE_DIM)"), kernel
-    spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2}}
+    spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2, "threads": 64}}
     source = kernel_module(plan(KernelSpec.model_validate(spec), "head_norm_padded_block_m", ()))
     assert "row = T.alloc_fragment((block_m, columns), 'float32')" in ast.unparse(_functions(source)["fused_program"])
