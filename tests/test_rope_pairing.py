@@ -1,7 +1,8 @@
 """The RoPE pairing the planner picks: when it says a warp shuffle pairs the span, every column's
 partner must be exactly the lane the shuffle reads, at the same register index, among the lanes of
-the mask. Checked by walking the pinned row layout column by column (codegen.KernelFrame), not by the
-planner's closed form."""
+the mask; when it says gptj pairs turn in registers, both columns of every pair must sit in one
+thread at neighbouring register indices. Checked by walking the pinned row layout column by column
+(codegen.KernelFrame), not by the planner's closed form."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import itertools
 import pytest
 
 from fusegen.model import Layout
-from fusegen.ops.rope import WARP_LANES, shuffle_pairing, span_start
+from fusegen.ops.rope import WARP_LANES, pairs_in_registers, shuffle_pairing, span_start
 
 
 def thread_and_index(column: int, layout: Layout) -> tuple[int, int]:
@@ -80,3 +81,48 @@ def test_the_example_chains_pair_by_shuffle(layout, dim, lanes):
 )
 def test_layouts_a_shuffle_cannot_pair_use_shared_memory(layout, params, why):
     assert shuffle_pairing(params, layout) is None, why
+
+
+def gptj_configurations():
+    """gptj spans, whole-row and per head, on blocks of one and several rows."""
+    for layout, dim, span in CONFIGURATIONS:
+        yield {"rope_dim": dim, "span": span, "style": "gptj"}, layout
+        yield (
+            {"rope_dim": dim, "span": span, "style": "gptj"},
+            Layout(4, layout.hidden, layout.padded_hidden, layout.threads, layout.vector),
+        )
+    for head_dim, heads in ((64, 4), (128, 8), (192, 8)):
+        for threads, vector in itertools.product((32, 128, 256), (1, 2, 4, 8)):
+            tile = threads * vector
+            hidden = head_dim * heads
+            for block_m in (1, 2):
+                layout = Layout(block_m, hidden, -(-hidden // tile) * tile, threads, vector)
+                for dim in (2, 32, 64, head_dim):
+                    yield {"rope_dim": dim, "span": "tail", "style": "gptj", "head_dim": head_dim}, layout
+
+
+def neighbours(column: int, layout: Layout) -> bool:
+    """Whether `column` and the next are held by one thread at consecutive register indices."""
+    thread, index = thread_and_index(column, layout)
+    return thread_and_index(column + 1, layout) == (thread, index + 1)
+
+
+def test_gptj_pairs_in_registers_exactly_where_each_pair_is_one_threads_neighbours():
+    """Where the planner pairs in registers, the kernel reads column c ^ 1 from the thread's own
+    registers: both columns of every pair, in every row of the block, must sit in one thread at
+    neighbouring register indices, the pair's first column even. Walked column by column."""
+    in_registers = elsewhere = 0
+    for params, layout in gptj_configurations():
+        width = params.get("head_dim") or layout.hidden
+        start = span_start(params, width)
+        firsts = [h + start + 2 * p for h in range(0, layout.hidden, width) for p in range(params["rope_dim"] // 2)]
+        rows = range(0, layout.block_m * layout.padded_hidden, layout.padded_hidden)
+        held_together = all(c % 2 == 0 and neighbours(row + c, layout) for row in rows for c in firsts)
+        assert pairs_in_registers(params, layout) == held_together, (params, layout)
+        in_registers += held_together
+        elsewhere += not held_together
+    assert in_registers > 100 and elsewhere > 10, "both outcomes must occur for the check to mean anything"
+
+
+def test_neox_never_pairs_in_registers():
+    assert not pairs_in_registers({"rope_dim": 8, "span": "tail", "style": "neox"}, Layout(1, 4096, 4096, 128, 8))

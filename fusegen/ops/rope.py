@@ -149,7 +149,23 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         params |= {"head_dim": ctx.head_dim, "heads": ctx.heads}
     start = span_start(params, rotated_width(params, ctx.hidden))
     shuffle = shuffle_pairing(params, ctx.layout)
-    if shuffle is not None:
+    if pairs_in_registers(params, ctx.layout):
+        params |= {"pairing": "registers"}
+        scratch = (
+            Scratch(
+                "rope_partner",
+                "fragment",
+                (ctx.block_m, ctx.padded_hidden),
+                "float32",
+                "each span column's partner, signed, read from the same thread's vector",
+            ),
+        )
+        decision = (
+            "pairing: in registers. Every gptj pair (2p, 2p+1) of the span lies in one thread's vector (the vectors hold an "
+            "even number of columns and every pair starts at an even column), so each thread turns its own pairs: "
+            "no shuffle, no shared memory, no barrier."
+        )
+    elif shuffle is not None:
         lanes, mask = shuffle
         params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": mask}
         scratch = ()
@@ -172,8 +188,9 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         )
         decision = (
             "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
-            "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
-            "vectors; a neox span across tiles, warps or unaligned lanes), and registers cannot be read across threads."
+            "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs split across "
+            "vectors of one element; a neox span across tiles, warps or unaligned lanes), and registers cannot be read "
+            "across threads."
         )
     where = f" of each of {ctx.heads} heads of {ctx.head_dim}" if ctx.head_dim else ""
     head_constants = (head_dim_constant(ctx.head_dim),) if ctx.head_dim else ()
@@ -235,6 +252,28 @@ def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | No
     return lanes, next(iter(masks.values()))
 
 
+def pairs_in_registers(params: dict, layout: Layout | None) -> bool:
+    """Whether both columns of every gptj pair (2p, 2p+1) of every span sit in one thread's vector, in
+    every row of the block: then a thread reads its partner from its own registers. Checked pair by pair
+    on the pinned row layout (thread t holds `vector` contiguous columns of every threads·vector tile of
+    the block's rows laid end to end): a vector of one element, or a pair starting at an odd column,
+    splits pairs across threads. An even first column also makes the partner of column c column c ^ 1,
+    the index the kernel reads (_partner_column)."""
+    if layout is None or params["style"] != "gptj" or layout.vector < 2:
+        return False
+    tile = layout.threads * layout.vector
+
+    def place(flat: int) -> tuple[int, int]:
+        return flat // tile, flat % tile // layout.vector
+
+    first_columns = span_columns(params, layout.hidden)[::2]
+    return all(
+        column % 2 == 0 and place(row + column) == place(row + column + 1)
+        for row in range(0, layout.block_m * layout.padded_hidden, layout.padded_hidden)
+        for column in first_columns
+    )
+
+
 def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
     """Whether TileLang can lay out the span loops on the pinned row layout (a tile is threads·vector
     columns). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
@@ -274,6 +313,12 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     partner, pair = _pair_terms(stage.params["style"])
     cos, sin = _cos_sin(stage, frame, pair)
     value = "row[i, ROPE_START + j]"
+    if stage.params["pairing"] == "registers":
+        return [
+            *_partner_from_registers(stage, frame, HALF, "ROPE_START // 2"),
+            f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):",
+            f"    {value} = {value} * {cos} + rope_partner[i, ROPE_START + j] * {sin}",
+        ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
@@ -300,6 +345,30 @@ def _sign_comment(stage: Stage) -> list[str]:
     ]
 
 
+def _partner_from_registers(stage: Stage, frame: KernelFrame, pairs: str, first_pair: str = "") -> list[str]:
+    """rope_partner := each column's partner, −b at a and +a at b, for `pairs` pairs from pair
+    `first_pair` on. Pairs start at even columns (pairs_in_registers), so row and rope_partner viewed
+    as (block_m, columns / 2, 2) hold pair p at [i, p, 0:2], and each loop reads one member and writes
+    the other with the same pair index, which TileLang's layout inference proves thread-local (a
+    column index like j // 2 * 2 + (1 - j % 2) it rejected as a layout conflict at some widths).
+    A second fragment in the row's layout, not an update of `row` in place: the pair's first column
+    would be overwritten before its partner reads it."""
+    shape = f"({frame.bm}, {frame.columns // 2}, 2)"
+    at = f"{first_pair} + p" if first_pair else "p"
+    # Views written inline: a view bound to a name renames the fragment in the CUDA after it.
+    row_pairs, partner_pairs = f"T.reshape(row, {shape})", f"T.reshape(rope_partner, {shape})"
+    return [
+        frame.alloc("rope_partner"),
+        # Pinned after the prologue's loops: its lambda must not reuse their variable names.
+        frame.pin_row_layout("rope_partner", ("row_in_block", "column")),
+        *_sign_comment(stage),
+        f"for i, p in T.Parallel({frame.bm}, {pairs}):",
+        f"    {partner_pairs}[i, {at}, 0] = -{row_pairs}[i, {at}, 1]",
+        f"for i, p in T.Parallel({frame.bm}, {pairs}):",
+        f"    {partner_pairs}[i, {at}, 1] = {row_pairs}[i, {at}, 0]",
+    ]
+
+
 def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
     """RoPE inside every head, as one loop over the whole row in its own layout: column j is column
     k = j % HEAD_DIM − ROPE_START of its head's span. (A loop over (heads, span) mapped onto the row
@@ -319,6 +388,12 @@ def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
         return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, row[i, j])"
 
     loop = f"for i, j in T.Parallel({frame.bm}, {frame.columns}):"
+    if p["pairing"] == "registers":
+        return [
+            *_partner_from_registers(stage, frame, str(frame.columns // 2)),
+            loop,
+            f"    row[i, j] = {rotated('row[i, j]', 'rope_partner[i, j]')}",
+        ]
     if p["pairing"] == "shuffle":
         # Every lane shuffles (columns outside the spans too, their result unused): a mask of all lanes.
         swapped = f"T.shfl_xor(row[i, j], {p['partner_lanes']}, {WARP_LANES}, {p['lane_mask']:#x})"
@@ -358,6 +433,14 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
 
 
 def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
+    if params["pairing"] == "registers":
+        # The partners are a per-thread array; any shared span would mean an exchange crept back in.
+        in_registers = re.search(r"\bfloat rope_partner\[\d+\];", source) is not None
+        return Check(
+            "RoPE partners in registers",
+            in_registers and re.search(r"\brope_span\b", source) is None,  # \b: not a kernel named rope_span_…
+            "rope_partner a per-thread array, no shared span" if in_registers else "no per-thread rope_partner array",
+        )
     if params["pairing"] == "shuffle":
         # The planned distance among exactly the span's lanes; a wider mask would wait on lanes that
         # never reach the shuffle, a narrower one reads undefined values.
