@@ -83,26 +83,28 @@ class KernelFrame:
     def hidden(self) -> int:
         return self.layout.hidden
 
-    def _thread_of(self, flat: str) -> str:
-        return f"{flat} // {self.layout.vector} % {self.layout.threads}"
-
-    def _index_in_thread(self, flat: str, column: str) -> str:
+    def _thread_of(self, row: str, column: str) -> str:
+        """The block thread holding `column` of block row `row` (model.Layout.thread_and_index)."""
         layout = self.layout
-        return f"{flat} // {layout.vector * layout.threads} * {layout.vector} + {column} % {layout.vector}"
+        within_row = f"{column} // {layout.vector} % {layout.row_threads}"
+        return within_row if self.bm == 1 else f"{row} * {layout.row_threads} + {within_row}"
+
+    def _index_in_thread(self, column: str) -> str:
+        layout = self.layout
+        return f"{column} // {layout.row_tile} * {layout.vector} + {column} % {layout.vector}"
 
     def pin_row_layout(self, fragment: str, variables: tuple[str, str] = ("i", "j")) -> str:
-        """Fixes the row fragment's thread mapping: thread t owns `vector` contiguous columns every
-        threads·vector columns, so every warp access is coalesced and 16-byte wide. Left to inference,
-        the layout can be derived from the RoPE span loop (breaking the row reduction for small rows)
-        or replicated across threads for block_m > 1 (5–16× slower, still correct). `variables`: the
-        lambda's parameters, named unlike any earlier loop variable (see staged_column_param) where a
-        fragment is pinned after loops."""
+        """Fixes the row fragment's thread mapping (model.Layout): each block row on its own whole warps,
+        whose thread t owns `vector` contiguous columns every row_threads·vector columns, so every warp
+        access is coalesced and 16-byte wide. Left to inference, the layout can be derived from the RoPE
+        span loop (breaking the row reduction for small rows) or replicated across threads for block_m > 1
+        (5–16× slower, still correct). `variables`: the lambda's parameters, named unlike any earlier
+        loop variable (see staged_column_param) where a fragment is pinned after loops."""
         i, j = variables
-        flat = f"({i} * {self.layout.padded_hidden} + {j})"
         shape = f"({self.bm}, {self.columns})"
         return (
-            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(flat)}, "
-            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(flat, j)})}})"
+            f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=lambda {i}, {j}: {self._thread_of(i, j)}, "
+            f"forward_index_fn=lambda {i}, {j}: {self._index_in_thread(j)})}})"
         )
 
     @staticmethod
@@ -136,22 +138,25 @@ class KernelFrame:
 
     def staged_column_param(self, tensor: Tensor) -> list[str]:
         """Prologue: a per-column parameter into registers, each thread holding exactly the columns it
-        holds of every row (the padded row is a whole number of threads·vector tiles, so the row's
-        thread mapping does not depend on the row). Columns without a value (padding, outside a norm's
-        range) get 0. An offset (Tensor.offset) is added here, once per block rather than once per row
-        (the plan stages it in float32)."""
+        holds of its row: one copy per block row, on that row's threads (a replicated fragment). Columns
+        without a value (padding, outside a norm's range) get 0. An offset (Tensor.offset) is added here,
+        once per block rather than once per row (the plan stages it in float32)."""
         name, cols = self.staged(tensor.param), self.columns
         load, valid = self._column_load(tensor, "j")
         if tensor.offset:
             load = self.float_with_offset(load, tensor.offset)
         if valid:
             load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
+        # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
+        # that variable, used outside its loop. The replica index is the block row.
+        if self.bm > 1:
+            thread_fn, replicate = f"lambda column, row: {self._thread_of('row', 'column')}", f", replicate={self.bm}"
+        else:
+            thread_fn, replicate = f"lambda column: {self._thread_of('', 'column')}", ""
         return [
             self.alloc(name),
-            # Not `j`: TileLang's builder takes a lambda parameter named like an earlier loop variable for
-            # that variable, used outside its loop.
-            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn=lambda column: {self._thread_of('column')}, "
-            f"forward_index_fn=lambda column: {self._index_in_thread('column', 'column')})}})",
+            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn={thread_fn}, "
+            f"forward_index_fn=lambda column: {self._index_in_thread('column')}{replicate})}})",
             f"for j in T.Parallel({cols}):",
             f"    {name}[j] = {load}",
         ]
@@ -176,17 +181,16 @@ class KernelFrame:
 
     def row_partials(self, source: str, op: str, name: str) -> list[str]:
         """Each row of `source` folded into `{name}_thread`: per thread, then across its warp by shuffles,
-        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: thread t holds
-        columns t·vector … of every row, `vector` at a time."""
+        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: row i's thread
+        t holds columns t·vector … of row i, `vector` at a time, and a warp holds one row only."""
         layout = self.layout
-        chunks = layout.padded_hidden // (layout.vector * layout.threads)
-        bm, threads = self.bm, layout.threads
+        bm, threads = self.bm, layout.row_threads
         across = _ACROSS[op]
         lanes, thread = partial_buffers(name)
         return [
             self.alloc(lanes),
             self.alloc(thread),
-            f"T.reduce_{op}(T.reshape({source}, ({bm}, {chunks}, {threads}, {layout.vector})), {lanes}, dim=3)",
+            f"T.reduce_{op}(T.reshape({source}, ({bm}, {layout.chunks}, {threads}, {layout.vector})), {lanes}, dim=3)",
             f"T.reduce_{across}({lanes}, {thread}, dim=1)",
             f"for i, t in T.Parallel({bm}, {threads}):",
             f"    {thread}[i, t] = T.warp_reduce_{across}({thread}[i, t])",
@@ -195,8 +199,8 @@ class KernelFrame:
     def exchange(self, partials) -> list[str]:
         """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
         shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
-        warps = max(1, self.layout.threads // 32)
-        bm, threads = self.bm, self.layout.threads
+        warps = max(1, self.layout.row_threads // 32)
+        bm, threads = self.bm, self.layout.row_threads
         shared = exchange_buffer(tuple(name for name, _, _ in partials))
         lines = [
             self.alloc(shared),

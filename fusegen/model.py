@@ -137,7 +137,13 @@ class Reduction:
 
 @dataclass(frozen=True)
 class Layout:
-    """How one block covers its rows: everything an op fragment needs to index the row."""
+    """How one block covers its rows: everything an op fragment needs to index the row.
+
+    Each row of the block has its own threads, row_threads = threads / block_m of them (whole warps),
+    and row i's thread t' (block thread i · row_threads + t') holds `vector` contiguous columns of every
+    row_tile = row_threads · vector columns of that row: the padded row is a whole number of row tiles.
+    A row's reductions then stay among its own warps, and a thread holds one row's values (its per-row
+    statistics and cos/sin once), however many rows the block has."""
 
     block_m: int
     hidden: int
@@ -148,6 +154,27 @@ class Layout:
     @property
     def pads_columns(self) -> bool:
         return self.padded_hidden != self.hidden
+
+    @property
+    def row_threads(self) -> int:
+        return self.threads // self.block_m
+
+    @property
+    def row_tile(self) -> int:
+        return self.row_threads * self.vector
+
+    @property
+    def chunks(self) -> int:
+        """Vectors per thread: the row tiles of a padded row."""
+        return self.padded_hidden // self.row_tile
+
+    def thread_and_index(self, row: int, column: int) -> tuple[int, int]:
+        """(block thread, register index) holding a block row's column: the pinned layout that
+        codegen.KernelFrame.pin_row_layout writes for TileLang."""
+        return (
+            row * self.row_threads + column // self.vector % self.row_threads,
+            column // self.row_tile * self.vector + column % self.vector,
+        )
 
 
 # The SM count of the H100 SXM and the H200. A stream kernel's grid is sized from the SMs of the GPU its

@@ -168,8 +168,7 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
     """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
     of a joint span."""
-    bm, threads = layout.block_m, layout.threads
-    chunks = layout.padded_hidden // (layout.vector * threads)
+    bm, threads, chunks = layout.block_m, layout.row_threads, layout.chunks
     warps = max(1, threads // 32)
     buffers = []
     exchanges = []

@@ -53,7 +53,7 @@ def program_0():
     ):
         with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: j // 8 % 128, forward_index_fn=lambda i, j: j // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((4096,), "float16")
             T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 128, forward_index_fn=lambda column: column // 1024 * 8 + column % 8)})
@@ -112,7 +112,7 @@ def program_1():
     ):
         with T.Kernel(m, threads=512) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 512, forward_index_fn=lambda i, j: (i * 4096 + j) // 4096 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: j // 8 % 512, forward_index_fn=lambda i, j: j // 4096 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((4096,), "float16")
             T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 512, forward_index_fn=lambda column: column // 4096 * 8 + column % 8)})

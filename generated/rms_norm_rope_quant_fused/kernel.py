@@ -59,7 +59,7 @@ def program_0():
     ):
         with T.Kernel(m, threads=256) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 256, forward_index_fn=lambda i, j: (i * 4096 + j) // 2048 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: j // 8 % 256, forward_index_fn=lambda i, j: j // 2048 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             weight_staged = T.alloc_fragment((4096,), "float16")
             T.annotate_layout({weight_staged: T.Fragment((4096,), forward_thread_fn=lambda column: column // 8 % 256, forward_index_fn=lambda column: column // 2048 * 8 + column % 8)})
@@ -146,7 +146,7 @@ def program_1():
     ):
         with T.Kernel(m, threads=128) as block:
             row = T.alloc_fragment((1, 4096), "float32")
-            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: (i * 4096 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 4096 + j) // 1024 * 8 + j % 8)})
+            T.annotate_layout({row: T.Fragment((1, 4096), forward_thread_fn=lambda i, j: j // 8 % 128, forward_index_fn=lambda i, j: j // 1024 * 8 + j % 8)})
             T.copy(X[block, 0], row)
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((1, 4096), "float32")

@@ -40,9 +40,9 @@ def program_0():
     ):
         with T.Kernel(m, threads=128) as block:
             chunk = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
+            T.annotate_layout({chunk: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: j // 8 % 128, forward_index_fn=lambda i, j: j // 1024 * 8 + j % 8)})
             sumsq_terms = T.alloc_fragment((1, 1024), "float32")
-            T.annotate_layout({sumsq_terms: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: (i * 1024 + j) // 8 % 128, forward_index_fn=lambda i, j: (i * 1024 + j) // 1024 * 8 + j % 8)})
+            T.annotate_layout({sumsq_terms: T.Fragment((1, 1024), forward_thread_fn=lambda i, j: j // 8 % 128, forward_index_fn=lambda i, j: j // 1024 * 8 + j % 8)})
             rstd = T.alloc_fragment((1,), "float32")
             T.clear(sumsq_terms)
             for k in T.unroll(4):
