@@ -110,14 +110,22 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the row in {per_thread // vector} "
         f"vector(s) per thread ({per_thread} fp32 values), {why}",
     ]
+    if block_m > 1:
+        row_threads = threads // block_m
+        reasons.append(
+            f"{block_m} rows per block, each on {row_threads} threads ({row_threads // WARP_THREADS} warp(s)) of its own: a thread "
+            "holds one row's values, and a row's reductions stay among its warps"
+        )
     if padded != n:
         reasons.append(
-            f"hidden {n} is not a multiple of {threads}×{vector}"
+            f"hidden {n} is not a multiple of {threads // block_m}×{vector}"
             + (f" and the group size {multiple}" if multiple > 1 else "")
             + f": the row is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
     if vector * elem < 16:
-        reasons.append(f"16-byte vectors would need hidden to be a multiple of {threads * 16 // elem}; {vector * elem}-byte vectors used")
+        reasons.append(
+            f"16-byte vectors would need hidden to be a multiple of {threads // block_m * 16 // elem}; {vector * elem}-byte vectors used"
+        )
     return Schedule(
         variant="fragment",
         block_m=block_m,
