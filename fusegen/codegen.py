@@ -21,53 +21,55 @@ HIDDEN = "HIDDEN"
 HEAD_DIM = "HEAD_DIM"
 # How a reduction's per-thread partials combine across lanes and warps.
 _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
-# The extents a program's factory derives from its parameters (model.Layout.chunks, .warps), as source:
-# {columns} is the row's width as the factory names it.
+# The extents a program's factory derives from its parameters (model.Layout.row_threads, .chunks, .warps),
+# as source, each after those it uses: {row_threads} is one block row's threads as the factory names them.
 DERIVED_EXTENTS = {
-    "chunks": "{columns} // (threads * vector)  # vectors each thread holds of a row",
-    "warps": "threads // 32",
+    "row_threads": "threads // block_m  # one block row's threads (whole warps)",
+    "chunks": "{columns} // ({row_threads} * vector)  # vectors each thread holds of a row",
+    "warps": "{row_threads} // 32",
 }
 
 
-def layout_functions(columns: str, one_row: bool) -> dict[str, list[str]]:
-    """The pinned row layout as named functions of a factory (T.Fragment's forward_thread_fn and
-    forward_index_fn), by name: thread t holds `vector` contiguous columns of every threads·vector-column
-    tile, so every warp access is coalesced and 16 bytes wide. Defined outside the prim_func, their
-    parameters cannot be taken for the kernel's loop variables. A one-row program's row is 1-D: its
-    layout is the per-column inputs' too (KernelFrame.column_layout)."""
+def layout_functions(row_threads: str, one_row: bool) -> dict[str, list[str]]:
+    """The pinned row layout (model.Layout.thread_and_index) as named functions of a factory
+    (T.Fragment's forward_thread_fn and forward_index_fn), by name: each block row on `row_threads`
+    threads (whole warps) of its own, whose thread t holds `vector` contiguous columns of every
+    row_threads·vector-column tile of that row, so every warp access is coalesced and 16 bytes wide.
+    Defined outside the prim_func, their parameters cannot be taken for the kernel's loop variables. A
+    one-row program's row is 1-D: its layout is the per-column inputs' too (KernelFrame.column_layout)."""
     if one_row:
         return {
             "row_thread": [
                 "def row_thread(j):",
                 '    """The thread holding column j of the row: vectors go to the threads in turn."""',
-                "    return j // vector % threads",
+                f"    return j // vector % {row_threads}",
             ],
             "row_index": [
                 "def row_index(j):",
                 '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
-                "    return j // (vector * threads) * vector + j % vector",
+                f"    return j // (vector * {row_threads}) * vector + j % vector",
             ],
         }
     return {
         "row_thread": [
             "def row_thread(i, j):",
-            '    """The thread holding element (i, j) of a (rows, columns) fragment: vectors go to the threads in turn."""',
-            f"    return (i * {columns} + j) // vector % threads",
+            '    """The thread holding column j of block row i: the row\'s own threads take its vectors in turn."""',
+            f"    return i * {row_threads} + j // vector % {row_threads}",
         ],
         "row_index": [
             "def row_index(i, j):",
-            '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
-            f"    return (i * {columns} + j) // (vector * threads) * vector + j % vector",
+            '    """Where that thread holds it: one vector per row_threads·vector-column tile, its column within the vector."""',
+            f"    return j // (vector * {row_threads}) * vector + j % vector",
         ],
         "column_thread": [
-            "def column_thread(column):",
-            '    """row_thread for a per-column input: each thread holds the columns it holds of every row."""',
-            "    return column // vector % threads",
+            "def column_thread(column, row):",
+            '    """row_thread for a per-column input, replicated over the block rows: block row `row`\'s copy."""',
+            f"    return row * {row_threads} + column // vector % {row_threads}",
         ],
         "column_index": [
             "def column_index(column):",
-            '    """row_index for a per-column input."""',
-            "    return column // (vector * threads) * vector + column % vector",
+            '    """row_index for a per-column input: the same in every copy."""',
+            f"    return column // (vector * {row_threads}) * vector + column % vector",
         ],
     }
 
@@ -199,10 +201,9 @@ class KernelFrame:
 
     def staged_column_param(self, tensor: Tensor) -> list[str]:
         """Prologue: a per-column parameter into registers, each thread holding exactly the columns it
-        holds of every row (the padded row is a whole number of threads·vector tiles, so the row's
-        thread mapping does not depend on the row). Columns without a value (padding, outside a norm's
-        range) get 0. An offset (Tensor.offset) is added here, once per block rather than once per row
-        (the plan stages it in float32)."""
+        holds of its row: one copy per block row, on that row's threads (a replicated fragment). Columns
+        without a value (padding, outside a norm's range) get 0. An offset (Tensor.offset) is added here,
+        once per block rather than once per row (the plan stages it in float32)."""
         name, cols = self.staged(tensor.param), self.columns
         load, valid = self._column_load(tensor, "j")
         if tensor.offset:
@@ -210,9 +211,10 @@ class KernelFrame:
         if valid:
             load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
         thread_fn, index_fn = self.column_layout
+        replicate = "" if self.one_row else f", replicate={self.bm}"
         return [
             self.alloc(name),
-            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn={thread_fn}, forward_index_fn={index_fn})}})",
+            f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn={thread_fn}, forward_index_fn={index_fn}{replicate})}})",
             f"for j in T.Parallel({cols}):",
             f"    {name}[j] = {load}",
         ]
@@ -237,13 +239,13 @@ class KernelFrame:
 
     def row_partials(self, source: str, op: str, name: str) -> list[str]:
         """Each row of `source` folded into `{name}_thread`: per thread, then across its warp by shuffles,
-        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: thread t holds
-        columns t·vector … of every row, `vector` at a time."""
+        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: row i's thread
+        t holds columns t·vector … of row i, `vector` at a time, and a warp holds one row only."""
         layout = self.layout
-        threads = rendered(layout.threads)
+        threads = rendered(layout.row_threads)
         across = _ACROSS[op]
         lanes, thread = partial_buffers(name)
-        vectors = layout.rows(layout.chunks, layout.threads, layout.vector)
+        vectors = layout.rows(layout.chunks, layout.row_threads, layout.vector)
         chunk_axis = len(vectors) - 3
         return [
             self.alloc(lanes),
@@ -270,7 +272,7 @@ class KernelFrame:
             fold.append(f"    {result}[{at}] = {combined}")
         return [
             self.alloc(shared),
-            self.loop(("t", rendered(self.layout.threads))),
+            self.loop(("t", rendered(self.layout.row_threads))),
             "    if t % 32 == 0:",
             *(
                 f"        {shared}[{self.at(str(k), 't // 32')}] = {partial_buffers(name)[1]}[{self.at('t')}]"

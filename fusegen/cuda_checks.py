@@ -102,23 +102,26 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)
     if per_thread:
-        # Each thread must hold one partial per row; more means the warp shuffle would count copies.
+        # Each thread holds one row (model.Layout), so one partial; more means the warp shuffle would count copies.
         sizes = {name: int(size) for name, size in per_thread}
         checks.append(
             Check(
-                "row reductions: one partial per thread per row",
-                all(size == s.block_m for size in sizes.values()),
-                ", ".join(f"{name}: {size}" for name, size in sizes.items()) + f" (block_m {s.block_m})",
+                "row reductions: one partial per thread",
+                all(size == 1 for size in sizes.values()),
+                ", ".join(f"{name}: {size}" for name, size in sizes.items()),
             )
         )
         # The per-warp slot is chosen by logical lane t // 32; that is the physical warp only when the
         # partials' layout maps lane t to thread t, which the store's index shows.
         # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
         stores = {name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source) for name in sizes}
-        single_warp = s.threads <= 32  # one warp: its slot is a constant
-        by_warp = single_warp or all(
-            indices and all("((int)threadIdx.x) >> 5)" in index for index in indices) for indices in stores.values()
-        )
+        row_threads = s.threads // s.block_m
+        single_warp = row_threads <= 32  # one warp per row: its slot is a constant
+        # Block row i's warps are its own (model.Layout): the slot is the block's warp, or with several
+        # exchanges per row, row i's part plus the warp within the row's threads.
+        within_row = "" if s.block_m == 1 else rf"(?: (?:& {row_threads - 1}|% {row_threads})\))?"
+        row_warp = re.compile(r"\(\(int\)threadIdx\.x\)" + within_row + r" >> 5\)")
+        by_warp = single_warp or all(indices and all(row_warp.search(index) for index in indices) for indices in stores.values())
         checks.append(Check("row reductions: warp slot is the physical warp", by_warp, "; ".join(f"{n}: {v}" for n, v in stores.items())))
     fragment = {"fragment": "row", "stream": "row", "splitk": "chunk"}.get(s.variant)
     if fragment:

@@ -17,7 +17,20 @@ from .codegen import (
     layout_functions,
     string_literal,
 )
-from .model import DTYPE_BYTES, TORCH_DTYPE, Constant, Extent, Plan, Route, Schedule, Stage, Tensor, padded_tokens, tokens_per_tma_unit
+from .model import (
+    DTYPE_BYTES,
+    TORCH_DTYPE,
+    Constant,
+    Extent,
+    Plan,
+    Route,
+    Schedule,
+    Stage,
+    Tensor,
+    padded_tokens,
+    rendered,
+    tokens_per_tma_unit,
+)
 from .ops import REGISTRY
 from .plan import plan_as_dict, staged_inputs
 from .schedule import joint_span
@@ -228,9 +241,13 @@ def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str,
     ]
     code = _code(kernel)
     frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
-    columns = frame.columns
-    derived = [f"{name} = {value.format(columns=columns)}" for name, value in DERIVED_EXTENTS.items() if _uses(code, name)]
-    functions = [f for name, f in layout_functions(columns, frame.one_row).items() if _uses(code, name)]
+    row_threads = rendered(frame.layout.row_threads)
+    functions = [f for name, f in layout_functions(row_threads, frame.one_row).items() if _uses(code, name)]
+    # Each derived extent after those it uses: the later ones' definitions are read for the earlier names.
+    derived = []
+    for name, value in reversed(DERIVED_EXTENTS.items()):
+        if _uses(_code([*kernel, *(line for f in functions for line in f), *derived]), name):
+            derived.insert(0, f"{name} = {value.format(columns=frame.columns, row_threads=row_threads)}")
     lines = [
         'm = T.dynamic("m")' if not plan.tokens else f"# token count pinned to {plan.tokens} by the spec",
         *derived,

@@ -176,7 +176,13 @@ def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Layout:
-    """How one block covers its rows: everything an op fragment needs to index the row."""
+    """How one block covers its rows: everything an op fragment needs to index the row.
+
+    Each row of the block has its own threads, row_threads = threads / block_m of them (whole warps),
+    and row i's thread t' (block thread i · row_threads + t') holds `vector` contiguous columns of every
+    row_tile = row_threads · vector columns of that row: the padded row is a whole number of row tiles.
+    A row's reductions then stay among its own warps, and a thread holds one row's values (its per-row
+    statistics and cos/sin once), however many rows the block has."""
 
     block_m: int
     hidden: int
@@ -192,13 +198,31 @@ class Layout:
         return row_shape(self.block_m, *dims)
 
     @property
+    def row_threads(self) -> int:
+        """The threads of one block row: all of them where the block has one row."""
+        return self.threads if self.block_m == 1 else Extent(self.threads // self.block_m, "row_threads")
+
+    @property
+    def row_tile(self) -> int:
+        return self.row_threads * self.vector
+
+    @property
     def chunks(self) -> Extent:
-        """Vectors each thread holds of a row: the row is threads·vector-column tiles, one vector each."""
-        return Extent(self.padded_hidden // (self.vector * self.threads), "chunks")
+        """Vectors each thread holds of its row: the row tiles of a padded row."""
+        return Extent(self.padded_hidden // self.row_tile, "chunks")
 
     @property
     def warps(self) -> Extent:
-        return Extent(self.threads // 32, "warps")
+        """The warps of one block row."""
+        return Extent(self.row_threads // 32, "warps")
+
+    def thread_and_index(self, row: int, column: int) -> tuple[int, int]:
+        """(block thread, register index) holding a block row's column: the pinned layout that
+        codegen.layout_functions writes for TileLang."""
+        return (
+            row * self.row_threads + column // self.vector % self.row_threads,
+            column // self.row_tile * self.vector + column % self.vector,
+        )
 
 
 # The SM count of the H100 SXM and the H200. A stream kernel's grid is sized from the SMs of the GPU its

@@ -167,7 +167,7 @@ def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: La
     """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
     of a joint span."""
-    threads, chunks, warps = layout.threads, layout.chunks, layout.warps
+    threads, chunks, warps = layout.row_threads, layout.chunks, layout.warps
     buffers = []
     exchanges = []
     for stage in stages:

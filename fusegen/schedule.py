@@ -14,7 +14,8 @@ from .ops import REGISTRY, joint_chain
 from .spec import MAX_TOKENS, KernelSpec, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
-THREAD_CHOICES = tuple(range(32, 1025, 32))
+WARP_THREADS = 32
+THREAD_CHOICES = tuple(range(WARP_THREADS, 1025, WARP_THREADS))
 POWER_OF_TWO_THREADS = (32, 64, 128, 256, 512, 1024)
 # fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
 # under ~160 registers with no spills.
@@ -57,15 +58,18 @@ def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
 
 
 def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int) -> Schedule:
-    """Picks threads and vector width for a row held in registers, padding the row where hidden needs it."""
+    """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
+    (to a whole number of row tiles: the threads of one block row × vector)."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden
     context = chain_context(spec)
     candidates = []
     for threads in (threads_hint,) if threads_hint else thread_counts(spec):
+        if threads % (WARP_THREADS * block_m):
+            continue  # every block row takes whole warps of its own (model.Layout)
         vector = 16 // elem
         while vector >= 1:
-            tile = threads * vector
+            tile = threads // block_m * vector  # the row tile: one block row's threads × vector
             if tile % multiple and not _power_of_two(threads):
                 # A quantisation group would straddle the wrap from the last thread back to the first.
                 # The GPU matrix runs group quantisation on power-of-two tiles only, so other thread
@@ -77,7 +81,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
             per_thread = block_m * padded // threads
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
-            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads) for op in spec.op)
+            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads // block_m) for op in spec.op)
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
@@ -120,14 +124,22 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the row in {per_thread // vector} "
         f"vector(s) per thread ({per_thread} fp32 values), {why}",
     ]
+    if block_m > 1:
+        row_threads = threads // block_m
+        reasons.append(
+            f"{block_m} rows per block, each on {row_threads} threads ({row_threads // WARP_THREADS} warp(s)) of its own: a thread "
+            "holds one row's values, and a row's reductions stay among its warps"
+        )
     if padded != n:
         reasons.append(
-            f"hidden {n} is not a multiple of {threads}×{vector}"
+            f"hidden {n} is not a multiple of {threads // block_m}×{vector}"
             + (f" and the group size {multiple}" if multiple > 1 else "")
             + f": the row is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
     if vector * elem < 16:
-        reasons.append(f"16-byte vectors would need hidden to be a multiple of {threads * 16 // elem}; {vector * elem}-byte vectors used")
+        reasons.append(
+            f"16-byte vectors would need hidden to be a multiple of {threads // block_m * 16 // elem}; {vector * elem}-byte vectors used"
+        )
     return Schedule(
         variant="fragment",
         block_m=block_m,
@@ -147,20 +159,31 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
 def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, blk_k_hint) -> Schedule:
     elem = DTYPE_BYTES[spec.dtype]
     vector = 16 // elem
+    # Each block row takes threads / block_m of the threads (model.Layout): a chunk of a row is a whole
+    # number of their tiles.
+    least = WARP_THREADS * block_m
     if blk_k_hint == "auto":
-        threads = threads_hint or 256
-        while threads > 32 and threads * vector > spec.hidden:
+        threads = threads_hint or max(256, least)
+        while threads > least and threads // block_m * vector > spec.hidden:
             threads //= 2
-        blk_k = min(threads * vector * 2, -(-spec.hidden // (threads * vector)) * threads * vector)
+        tile = threads // block_m * vector
+        blk_k = min(tile * 2, -(-spec.hidden // tile) * tile)
     else:
         blk_k = blk_k_hint
         if not isinstance(blk_k, int) or blk_k < 32 or blk_k % 32 or blk_k > spec.hidden:
             raise ChainError("schedule.blk_k", f'must be "auto" or a multiple of 32 between 32 and hidden = {spec.hidden}, got {blk_k}')
-        threads = threads_hint or max(32, min(256, blk_k // vector))
-    while vector > 1 and blk_k % (threads * vector):
+        threads = threads_hint or max(least, min(256, blk_k // vector))
+    if threads % least:
+        raise ChainError(
+            "schedule.threads",
+            f"with block_m = {block_m} every row of a block takes whole warps of its own: {threads} threads (from blk_k {blk_k}) "
+            f"are not a multiple of {least}; set threads",
+        )
+    row_threads = threads // block_m
+    while vector > 1 and blk_k % (row_threads * vector):
         vector //= 2
-    if blk_k % threads:
-        raise ChainError("schedule.blk_k", f"must be a multiple of threads = {threads}, got {blk_k}")
+    if blk_k % row_threads:
+        raise ChainError("schedule.blk_k", f"must be a multiple of the threads of one block row = {row_threads}, got {blk_k}")
     per_thread = block_m * blk_k // threads
     if per_thread > HARD_ELEMS_PER_THREAD:
         raise ChainError(
@@ -199,7 +222,7 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     if not prefetch or not side_inputs:
         return schedule
     per_column = sum(1 for t in side_inputs if t.per_column)
-    staged_per_thread = per_column * schedule.padded_hidden // schedule.threads
+    staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
     how = (
         "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
         if schedule.variant == "stream"
@@ -373,6 +396,12 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
         raise ChainError("schedule.blocks_per_sm", f'applies to variant = "stream" or "fragment", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:
         raise ChainError("schedule.block_m", f'variant "stream" takes one row per step: block_m must be "auto" or 1, got {block_m}')
+    if threads and threads % (WARP_THREADS * block_m):
+        raise ChainError(
+            "schedule.threads",
+            f"with block_m = {block_m} every row of a block takes whole warps of its own: threads must be a multiple of "
+            f"{WARP_THREADS * block_m}, got {threads}",
+        )
     multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":

@@ -45,9 +45,10 @@ def corpus(random_specs: int, seed: int) -> dict[str, tuple[dict, str, tuple]]:
     for path in sorted((ROOT / "specs").glob("*.toml")) + sorted((ROOT / "specs" / "models").glob("*.toml")):
         spec, _ = load_spec(path)
         entries[f"spec-{path.stem}"] = (spec.model_dump(mode="json"), str(path.relative_to(ROOT)), tuning.routes(spec))
-    for name in {**CASES, **PENDING_GPU_CASES}:
+    every_case = {**CASES, **PENDING_GPU_CASES}
+    for name in every_case:
         entries[f"case-{name}"] = (spec_for(name), name, ())
-    for name in ROUTED_CASES + tuple(name for name in CASES if heads_or_columns(spec_for(name))):
+    for name in ROUTED_CASES + tuple(name for name in every_case if heads_or_columns(spec_for(name))):
         entries[f"routed-{name}"] = (spec_for(name), name, ROUTED)
     for spec in EXTRA_SPECS:
         entries[f"oracle-{spec['name']}"] = (spec, spec["name"], ())

@@ -356,12 +356,12 @@ CASES = {
         outputs={"mean": True, "rstd": True},
     ),
     "head_norm_padded_block_m": case(
-        "per-head norm on a padded row (640 = 10 heads of 64) with 4 rows per block",
+        "per-head norm on a padded row (640 = 10 heads of 64, padded to 1024: each row on 64 threads × 8) with 4 rows per block",
         [{"kind": "rmsnorm", "over": "head"}, rope(64)],
         hidden=640,
         head_dim=64,
         outputs={"rstd": True},
-        schedule={"block_m": 4},
+        schedule={"block_m": 4, "threads": 256},
     ),
     "mla_kv_a": case(
         "RMSNorm over columns [0, 512) of 576, gptj RoPE on the last 64 from the cache (DeepSeek MLA kv_a)",
@@ -386,7 +386,29 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # Short rows, several per block (issue 14): each block row on whole warps of its own; RoPE partners
+    # in registers or by a shuffle every lane reaches.
+    "head_partial_neox_shuffle": case(
+        "neox RoPE over the first half of every 128-wide head by a shuffle of all lanes, every lane reaching it",
+        [rope(64, span="head")],
+        hidden=1024,
+        head_dim=128,
+    ),
+    "mla_kv_a_block_m4": case(
+        "the kv_a chain at 4 rows per block: a row per warp, its tail RoPE in registers over the whole row",
+        [{"kind": "rmsnorm", "columns": [0, 512]}, rope(64, style="gptj", source="cache", max_position=8192)],
+        hidden=576,
+        outputs={"rstd": True},
+        schedule={"block_m": 4},
+    ),
+    "rope_neox_block_m4_shuffle": case(
+        "tail neox RoPE at 4 rows per block of 2 warps each: the shuffle over the whole row on every lane",
+        [RMS, rope(64)],
+        hidden=2048,
+        schedule={"block_m": 4, "threads": 256},
+    ),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

@@ -91,14 +91,20 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
             "Scale: T.Tensor((m, HIDDEN // GROUP_SIZE)",
             "cos_staged = T.alloc_shared((ROPE_HALF,)",
             "T.reduce_sum(T.reshape(row, (HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=1)",
-            "rope_span = T.alloc_shared((HIDDEN // HEAD_DIM * ROPE_DIM,)",
+            "for p in T.Parallel(HIDDEN // 2):",  # the gptj pairs, turned in registers
+            "T.reshape(rope_partner, (HIDDEN // 2, 2))",
             "T.reduce_absmax(T.reshape(row, (HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=1)",
         ),
         "mla_kv_a": ("Weight: T.Tensor((NORM_END - NORM_START,)", "CosSinCache: T.Tensor((8192, ROPE_DIM)"),
         "head_norm_padded_block_m": ("for i, h in T.Parallel(block_m, columns // HEAD_DIM):", "h < HIDDEN // HEAD_DIM"),
     }
+    specs = {case: spec_for(case) for case in expected}
+    # An 8-wide neox span splits its pairs across 8-element vectors: the spans go through shared memory.
+    neox_8 = {"kind": "rope", "rope_dim": 8, "style": "neox", "span": "head"}
+    specs["per_head_shared_span"] = {**specs["ln_head_partial_gptj_group"], "name": "per_head_shared_span", "op": [neox_8]}
+    expected["per_head_shared_span"] = ("rope_span = T.alloc_shared((HIDDEN // HEAD_DIM * ROPE_DIM,)",)
     for case, fragments in expected.items():
-        source = kernel_module(plan(KernelSpec.model_validate(spec_for(case)), case, ()))
+        source = kernel_module(plan(KernelSpec.model_validate(specs[case]), case, ()))
         assert [f for f in fragments if f not in source] == [], case
         if case == "ln_head_partial_gptj_group":
             assert not re.search(r"\b16\b", ast.unparse(_functions(source)["fused_program"])), "a count written as a number"
@@ -115,6 +121,6 @@ def test_one_row_programs_are_written_in_1d_forms():
         assert "def row_thread(i, j)" not in code and "column_thread" not in code, kernel
         assert code.count("T.Parallel(1)") == code.count("Scale[block, 0] = group_scale[i]"), kernel
         assert code.count("T.Parallel(1, ") == code.count("T.Parallel(1, ROPE_DIM)"), kernel
-    spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2, "threads": 64}}
+    spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2, "threads": 128}}
     source = kernel_module(plan(KernelSpec.model_validate(spec), "head_norm_padded_block_m", ()))
     assert "row = T.alloc_fragment((block_m, columns), 'float32')" in ast.unparse(_functions(source)["fused_program"])

@@ -1,7 +1,8 @@
 """The RoPE pairing the planner picks: when it says a warp shuffle pairs the span, every column's
 partner must be exactly the lane the shuffle reads, at the same register index, among the lanes of
-the mask. Checked by walking the pinned row layout column by column (codegen.KernelFrame), not by the
-planner's closed form."""
+the mask; when it says gptj pairs turn in registers, both columns of every pair must sit in one
+thread at neighbouring register indices. Checked by walking the pinned row layout column by column
+(codegen.KernelFrame), not by the planner's closed form."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import itertools
 import pytest
 
 from fusegen.model import Layout
-from fusegen.ops.rope import WARP_LANES, shuffle_pairing, span_start
+from fusegen.ops.rope import WARP_LANES, _shuffles_in_branches, pairs_in_registers, shuffle_pairing, span_start
 
 
-def thread_and_index(column: int, layout: Layout) -> tuple[int, int]:
-    tile = layout.threads * layout.vector
-    return column // layout.vector % layout.threads, column // tile * layout.vector + column % layout.vector
+def thread_and_index(column: int, layout: Layout, row: int = 0) -> tuple[int, int]:
+    """Block row `row` has threads row·r … row·r + r − 1 (r = threads / block_m), thread t of them
+    `vector` contiguous columns of every r·vector."""
+    row_threads = layout.threads // layout.block_m
+    tile = row_threads * layout.vector
+    return row * row_threads + column // layout.vector % row_threads, column // tile * layout.vector + column % layout.vector
 
 
 def layouts():
@@ -80,3 +84,67 @@ def test_the_example_chains_pair_by_shuffle(layout, dim, lanes):
 )
 def test_layouts_a_shuffle_cannot_pair_use_shared_memory(layout, params, why):
     assert shuffle_pairing(params, layout) is None, why
+
+
+def gptj_configurations():
+    """gptj spans, whole-row and per head, on blocks of one and several rows."""
+    for layout, dim, span in CONFIGURATIONS:
+        yield {"rope_dim": dim, "span": span, "style": "gptj"}, layout
+        if layout.threads % 128 == 0:  # four rows of whole warps
+            tile = layout.threads // 4 * layout.vector
+            four_rows = Layout(4, layout.hidden, -(-layout.hidden // tile) * tile, layout.threads, layout.vector)
+            yield {"rope_dim": dim, "span": span, "style": "gptj"}, four_rows
+    for head_dim, heads in ((64, 4), (128, 8), (192, 8)):
+        for threads, vector in itertools.product((32, 128, 256), (1, 2, 4, 8)):
+            hidden = head_dim * heads
+            for block_m in (1, 2) if threads > 32 else (1,):
+                tile = threads // block_m * vector
+                layout = Layout(block_m, hidden, -(-hidden // tile) * tile, threads, vector)
+                for dim in (2, 32, 64, head_dim):
+                    yield {"rope_dim": dim, "span": "tail", "style": "gptj", "head_dim": head_dim}, layout
+
+
+def neighbours(row: int, column: int, layout: Layout) -> bool:
+    """Whether a block row's `column` and the next are held by one thread at consecutive register indices."""
+    thread, index = thread_and_index(column, layout, row)
+    return thread_and_index(column + 1, layout, row) == (thread, index + 1)
+
+
+def test_gptj_pairs_in_registers_exactly_where_each_pair_is_one_threads_neighbours():
+    """Where the planner pairs in registers, the kernel reads each partner from the thread's own
+    registers: both columns of every pair, in every row of the block, must sit in one thread at
+    neighbouring register indices, the pair's first column even. Walked column by column."""
+    in_registers = elsewhere = 0
+    for params, layout in gptj_configurations():
+        width = params.get("head_dim") or layout.hidden
+        start = span_start(params, width)
+        firsts = [h + start + 2 * p for h in range(0, layout.hidden, width) for p in range(params["rope_dim"] // 2)]
+        held_together = all(c % 2 == 0 and neighbours(row, c, layout) for row in range(layout.block_m) for c in firsts)
+        assert pairs_in_registers(params, layout) == held_together, (params, layout)
+        in_registers += held_together
+        elsewhere += not held_together
+    assert in_registers > 100 and elsewhere > 10, "both outcomes must occur for the check to mean anything"
+
+
+def test_neox_never_pairs_in_registers():
+    assert not pairs_in_registers({"rope_dim": 8, "span": "tail", "style": "neox"}, Layout(1, 4096, 4096, 128, 8))
+
+
+SHUFFLE = r"__shfl_xor_sync\(\(uint\)4294967295, [^;]*, 4, 32\)"
+TAKEN = "  y = __shfl_xor_sync((uint)4294967295, r, 4, 32);"
+
+
+@pytest.mark.parametrize(
+    "cuda, branched",
+    [
+        # How TileLang wrote a per-head span's shuffle before it moved into rope_partner: in the span's branch.
+        ("for (;;) {\n if ((8 <= (tid & 15))) {\n" + TAKEN + "\n } else {\n  y = r;\n }\n}", 1),
+        ("for (;;) {\n if (a) {\n  x;\n } else {\n" + TAKEN + "\n }\n}", 1),
+        ("if (a) {\n for (;;) {\n" + TAKEN + "\n }\n}", 1),
+        ("for (;;) {\n if (a) {\n  x;\n }\n" + TAKEN + "\n}", 0),
+    ],
+)
+def test_a_shuffle_of_all_lanes_in_any_branch_is_found(cuda, branched):
+    """The CUDA check behind every RoPE shuffle whose mask names all lanes: a branch around it, at any
+    depth, would keep lanes from a shuffle that waits on them."""
+    assert _shuffles_in_branches(cuda, SHUFFLE) == branched

@@ -222,7 +222,7 @@ class Op(ABC, Generic[S]):
         return 1
 
     def accepts_layout(self, op: S, ctx: ChainContext, vector: int, threads: int) -> bool:
-        """Whether the op's fragment works on this row layout."""
+        """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""
         return True
 
     def offers_variant(self, op: S, variant: str) -> bool:

@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of
+from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of, shape_source
 from ..cuda_checks import Check
-from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor
+from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
 WARP_LANES = 32
@@ -149,14 +149,26 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         params |= {"head_dim": ctx.head_dim, "heads": ctx.heads}
     start = span_start(params, rotated_width(params, ctx.hidden))
     shuffle = shuffle_pairing(params, ctx.layout)
-    if shuffle is not None:
+    if pairs_in_registers(params, ctx.layout):
+        params |= {"pairing": "registers"}
+        scratch = (_partner_scratch(ctx, "each column's partner, signed, read from the same thread's vector"),)
+        decision = (
+            "pairing: in registers. Every gptj pair (2p, 2p+1) of the span lies in one thread's vector (the vectors hold an "
+            "even number of columns and every pair starts at an even column), so each thread turns its own pairs: "
+            "no shuffle, no shared memory, no barrier."
+        )
+    elif shuffle is not None:
         lanes, mask = shuffle
         params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": mask}
-        scratch = ()
+        # Over the whole row, every lane shuffles into rope_partner first, outside any branch on the span.
+        over_row = loops_over_row(params, ctx.block_m)
+        through_partner = over_row and branches_on_span(params, ctx.layout)
+        scratch = (_partner_scratch(ctx, "each column's partner by warp shuffle, signed"),) if through_partner else ()
+        which_lanes = "on every lane" if over_row else "among the span's lanes"
         decision = (
             f"pairing: warp shuffle, partners {lanes} lanes apart. The span lies in one tile of the row layout, one vector "
             "per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's "
-            "by __shfl_xor_sync among the span's lanes: no shared memory, no barrier."
+            f"by __shfl_xor_sync {which_lanes}: no shared memory, no barrier."
         )
     else:
         params |= {"pairing": "shared"}
@@ -172,8 +184,9 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         )
         decision = (
             "pairing: shared-memory round trip of the span only (rope_dim floats per row, one barrier). Partners sit in "
-            "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs may split across "
-            "vectors; a neox span across tiles, warps or unaligned lanes), and registers cannot be read across threads."
+            "different threads of the row fragment that a warp shuffle cannot pair here (gptj pairs split across "
+            "vectors of one element; a neox span across tiles, warps or unaligned lanes), and registers cannot be read "
+            "across threads."
         )
     where = f" of each of {ctx.heads} heads of {ctx.head_dim}" if ctx.head_dim else ""
     head_constants = (head_dim_constant(ctx.head_dim),) if ctx.head_dim else ()
@@ -199,50 +212,82 @@ def _span_buffer_width(rope_dim: int, heads: int) -> Extent:
     return Extent(heads * rope_dim, "ROPE_DIM" if heads == 1 else f"{HIDDEN} // {HEAD_DIM} * ROPE_DIM")
 
 
+def _partner_scratch(ctx: ChainContext, why: str) -> Scratch:
+    return Scratch("rope_partner", "fragment", ctx.rows(ctx.padded_hidden), "float32", why)
+
+
+def loops_over_row(params: dict, block_m: int) -> bool:
+    """Whether the RoPE loops over the whole row, each column checking whether it lies in a span: per
+    head (a span in every head), or on a block of several rows, where a loop over the span alone covers
+    a few threads of each row's warps, a thread set TileLang's layout inference cannot invert ("Could
+    not normalize iterators"). Otherwise the loops cover the span alone."""
+    return "head_dim" in params or block_m > 1
+
+
+def branches_on_span(params: dict, layout: Layout) -> bool:
+    """Whether a loop over the whole row (loops_over_row) passes columns outside every span (a span
+    shorter than its head or row, or padding columns), so that it rotates a column only where a
+    condition holds: TileLang turns that select into a branch."""
+    return params["rope_dim"] != rotated_width(params, layout.hidden) or layout.pads_columns
+
+
 def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | None:
     """(how many lanes apart neox partners sit, the mask of the lanes holding span columns) when one
     warp shuffle pairs every span column with its partner; None otherwise.
 
-    The pinned row layout gives thread t `vector` contiguous columns of every threads·vector tile. A
-    column and its partner half a span away pair by XOR of the lane index when both sit in the same tile
-    at the same register index, on threads whose indices differ in exactly the partner-distance bit;
-    that is checked for every span column. A single span's shuffle runs in a branch only its lanes take,
-    so its mask must be exactly those lanes, the same in every warp and tile (or there is no single mask
-    to give); the per-head form runs it on every lane."""
+    The pinned row layout (model.Layout) gives each block row whole warps of its own, and their thread
+    t `vector` contiguous columns of every row tile. A column and its partner half a span away pair by
+    XOR of the lane index when both sit in the same tile at the same register index, on threads whose
+    indices differ in exactly the partner-distance bit; that is checked for every span column of the
+    first row (the others are the same lanes of other warps). A single span's shuffle runs in a branch
+    only its lanes take, so its mask must be exactly those lanes, the same in every warp and tile (or
+    there is no single mask to give); a loop over the whole row (loops_over_row) runs it on every lane."""
     if layout is None or params["style"] != "neox":
         return None
-    half, vector, threads = params["rope_dim"] // 2, layout.vector, layout.threads
+    half, vector = params["rope_dim"] // 2, layout.vector
     if half % vector:
         return None
     lanes = half // vector
     if lanes & (lanes - 1) or 2 * lanes > WARP_LANES:
         return None
-    tile = threads * vector
-
-    def place(column: int) -> tuple[int, int, int]:
-        return column // tile, column % tile // vector, column % vector
-
     columns = span_columns(params, layout.hidden)
     masks: dict[tuple[int, int], int] = {}
     for k, column in enumerate(columns):
         first_half = k % params["rope_dim"] < half
-        chunk, thread, element = place(column)
-        if place(column + half if first_half else column - half) != (chunk, thread ^ lanes, element):
+        thread, index = layout.thread_and_index(0, column)
+        if layout.thread_and_index(0, column + half if first_half else column - half) != (thread ^ lanes, index):
             return None
         if thread % (2 * lanes) >= lanes if first_half else thread % (2 * lanes) < lanes:
             return None
-        warp = (chunk, thread // WARP_LANES)
+        warp = (index // vector, thread // WARP_LANES)
         masks[warp] = masks.get(warp, 0) | 1 << thread % WARP_LANES
-    if "head_dim" in params:
-        return lanes, ALL_LANES  # the per-head form shuffles on every lane (_emit_per_head)
+    if loops_over_row(params, layout.block_m):
+        return lanes, ALL_LANES  # every lane shuffles (_emit_over_row)
     if len(set(masks.values())) != 1:
         return None
     return lanes, next(iter(masks.values()))
 
 
+def pairs_in_registers(params: dict, layout: Layout | None) -> bool:
+    """Whether both columns of every gptj pair (2p, 2p+1) of every span sit in one thread's vector, in
+    every row of the block: then a thread reads its partner from its own registers. Checked pair by pair
+    on the pinned row layout (model.Layout.thread_and_index): a vector of one element, or a pair starting
+    at an odd column, splits pairs across threads. An even first column also puts pair p at columns
+    2p and 2p + 1 of the row, the pair view the kernel reads (_partner_from_registers)."""
+    if layout is None or params["style"] != "gptj" or layout.vector < 2:
+        return False
+    first_columns = span_columns(params, layout.hidden)[::2]
+    return all(
+        column % 2 == 0 and layout.thread_and_index(row, column + 1) == (thread, index + 1)
+        for row in range(layout.block_m)
+        for column in first_columns
+        for thread, index in (layout.thread_and_index(row, column),)
+    )
+
+
 def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
     """Whether TileLang can lay out the span loops on the pinned row layout (a tile is threads·vector
-    columns). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
+    columns, `threads` those of one block row). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
     vectors), and a span that wraps from the end of a tile to the start of the next (rope_dim 128 at
     columns 72..199 of 128-column tiles)."""
     if ctx.head_dim:
@@ -274,8 +319,8 @@ def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    if "head_dim" in stage.params:
-        return _emit_per_head(stage, frame)
+    if loops_over_row(stage.params, frame.layout.block_m):
+        return _emit_over_row(stage, frame)
     partner, pair = _pair_terms(stage.params["style"], frame)
     cos, sin = _cos_sin(stage, frame, pair)
     value = f"row[{frame.at('ROPE_START + j')}]"
@@ -284,6 +329,13 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     # vector on the span's threads), while it lays out the (1, ROPE_DIM) loop as before.
     each_span_column = f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):"
     why = ["# A row axis of one: TileLang maps the span loop to the span's threads only in this form."] if frame.one_row else []
+    if stage.params["pairing"] == "registers":
+        return [
+            *why,
+            *_partner_from_registers(stage, frame, f"for i, p in T.Parallel({frame.bm}, {HALF}):", "ROPE_START // 2"),
+            each_span_column,
+            f"    {value} = {value} * {cos} + rope_partner[{frame.at('ROPE_START + j')}] * {sin}",
+        ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
@@ -312,18 +364,46 @@ def _sign_comment(stage: Stage) -> list[str]:
     ]
 
 
-def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
-    """RoPE inside every head, as one loop over the whole row in its own layout: column j is column
-    k = j % HEAD_DIM − ROPE_START of its head's span. (A loop over (heads, span) mapped onto the row
-    failed TileLang's layout inference where heads do not tile the threads' columns evenly.)"""
+def _partner_fragment(stage: Stage, frame: KernelFrame) -> list[str]:
+    """rope_partner in the row's layout: each column's partner, −b at a and +a at b. A second fragment,
+    not an update of `row` in place: the pair's first column would be overwritten before its partner
+    reads it."""
+    return [frame.alloc("rope_partner"), frame.pin_row_layout("rope_partner"), *_sign_comment(stage)]
+
+
+def _partner_from_registers(stage: Stage, frame: KernelFrame, each_pair: str, first_pair: str = "") -> list[str]:
+    """rope_partner filled pair by pair (`each_pair`: the loop header over pair p) from pair `first_pair`
+    on. Pairs start at even columns (pairs_in_registers), so row and rope_partner viewed as (…, columns
+    / 2, 2) hold pair p at [p, 0:2] of their row, and each loop reads one member and writes the other
+    with the same pair index, which TileLang's layout inference proves thread-local (a column index like
+    j // 2 * 2 + (1 - j % 2) it rejected as a layout conflict at some widths)."""
+    shape = shape_source(frame.layout.rows(parts_of(frame.layout.padded_hidden, 2, "2"), 2))
+    at = f"{first_pair} + p" if first_pair else "p"
+    # Views written inline: a view bound to a name renames the fragment in the CUDA after it.
+    row_pairs, partner_pairs = f"T.reshape(row, {shape})", f"T.reshape(rope_partner, {shape})"
+    return [
+        *_partner_fragment(stage, frame),
+        each_pair,
+        f"    {partner_pairs}[{frame.at(at, '0')}] = -{row_pairs}[{frame.at(at, '1')}]",
+        each_pair,
+        f"    {partner_pairs}[{frame.at(at, '1')}] = {row_pairs}[{frame.at(at, '0')}]",
+    ]
+
+
+def _emit_over_row(stage: Stage, frame: KernelFrame) -> list[str]:
+    """RoPE as one loop over the whole row in its own layout (loops_over_row): column j is column
+    k = j % HEAD_DIM − ROPE_START of its head's span, or j − ROPE_START of the row's. (A loop over
+    (heads, span) mapped onto the row failed TileLang's layout inference where heads do not tile the
+    threads' columns evenly.)"""
     p = stage.params
-    k = f"(j % {HEAD_DIM} - ROPE_START)"
+    per_head = "head_dim" in p
+    k = f"(j % {HEAD_DIM} - ROPE_START)" if per_head else "(j - ROPE_START)"
     neox = p["style"] == "neox"
     pair, first = (f"{k} % {HALF}", f"{k} < {HALF}") if neox else (f"{k} // 2", f"{k} % 2 == 0")
     cos, sin = _cos_sin(stage, frame, pair)
-    conditions = [] if p["rope_dim"] == p["head_dim"] else [f"0 <= {k}", f"{k} < ROPE_DIM"]
+    conditions = [] if p["rope_dim"] == rotated_width(p, frame.hidden) else [f"0 <= {k}", f"{k} < ROPE_DIM"]
     if frame.layout.pads_columns:
-        conditions.append(f"j < {HIDDEN}")  # padding heads would index past the span buffer
+        conditions.append(f"j < {HIDDEN}")  # padding columns would index past the span buffer
     in_span = all_of(conditions) if conditions else None
 
     element = f"row[{frame.at('j')}]"
@@ -333,12 +413,20 @@ def _emit_per_head(stage: Stage, frame: KernelFrame) -> list[str]:
         return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, {element})"
 
     loop = frame.loop(("j", frame.columns))
+    partner_of_element = f"rope_partner[{frame.at('j')}]"
+    rotate = [loop, f"    {element} = {rotated(element, partner_of_element)}"]
+    if p["pairing"] == "registers":
+        each_pair = frame.loop(("p", rendered(parts_of(frame.layout.padded_hidden, 2, "2"))))
+        return [*_partner_from_registers(stage, frame, each_pair), *rotate]
     if p["pairing"] == "shuffle":
-        # Every lane shuffles (columns outside the spans too, their result unused): a mask of all lanes.
+        # Every lane shuffles (columns outside the spans too, their partner unused), so the mask of all
+        # lanes is exact; where the rotation branches on the span, the shuffle goes before the branch.
         swapped = f"T.shfl_xor({element}, {p['partner_lanes']}, {WARP_LANES}, {p['lane_mask']:#x})"
         sign = f"T.if_then_else({first}, -1.0, 1.0)"
-        return [*_sign_comment(stage), loop, f"    {element} = {rotated(element, f'{swapped} * {sign}')}"]
-    at = frame.at(f"j // {HEAD_DIM} * ROPE_DIM + {k}")
+        if not branches_on_span(p, frame.layout):
+            return [*_sign_comment(stage), loop, f"    {element} = {rotated(element, f'{swapped} * {sign}')}"]
+        return [*_partner_fragment(stage, frame), loop, f"    rope_partner[{frame.at('j')}] = {swapped} * {sign}", *rotate]
+    at = frame.at(f"j // {HEAD_DIM} * ROPE_DIM + {k}" if per_head else k)
     distance = HALF if neox else "1"
     partner = f"T.if_then_else({first}, -rope_span[{at} + {distance}], rope_span[{at} - {distance}])"
     store = [f"    rope_span[{at}] = {element}"] if in_span is None else [f"    if {in_span}:", f"        rope_span[{at}] = {element}"]
@@ -371,23 +459,55 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     ]
 
 
-def check_pairing(source: str, params: dict, vector_elems: int) -> Check:
+def check_pairing(source: str, params: dict, schedule: Schedule) -> Check:
+    if params["pairing"] == "registers":
+        # The partners are a per-thread array; any shared span would mean an exchange crept back in.
+        in_registers = re.search(r"\bfloat rope_partner\[\d+\];", source) is not None
+        return Check(
+            "RoPE partners in registers",
+            in_registers and re.search(r"\brope_span\b", source) is None,  # \b: not a kernel named rope_span_…
+            "rope_partner a per-thread array, no shared span" if in_registers else "no per-thread rope_partner array",
+        )
     if params["pairing"] == "shuffle":
         # The planned distance among exactly the span's lanes; a wider mask would wait on lanes that
         # never reach the shuffle, a narrower one reads undefined values.
         shuffle = rf"__shfl_xor_sync\(\(uint\){params['lane_mask']}, [^;]*, {params['partner_lanes']}, 32\)"
         found = len(re.findall(shuffle, source))
-        ok = found > 0 and "rope_span" not in source
-        return Check(
-            "RoPE partners by warp shuffle", ok, f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart"
-        )
+        ok = found > 0 and re.search(r"\brope_span\b", source) is None
+        detail = f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart"
+        if loops_over_row(params, schedule.block_m):
+            # Every lane shuffles (mask: all lanes), so no branch may keep a lane from it. (A span loop's
+            # shuffle runs in the branch of the span's lanes, which its mask names.)
+            branched = _shuffles_in_branches(source, shuffle)
+            ok = ok and not branched
+            detail += f", {branched} inside a branch" if branched else ", each outside any branch"
+        return Check("RoPE partners by warp shuffle", ok, detail)
     # The span lives in dynamic shared memory (cast from the byte buffer) or in a static array.
     span = re.findall(r"\*\((float\d)\*\)\((?:\(\(float\*\)rope_span\)|rope_span) ", source)
     return Check(
         "RoPE span accesses contiguous",
-        vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
+        schedule.vector_elems == 1 or (bool(span) and all(t != "float1" for t in span)),
         f"{len(span)} vector access(es) to rope_span" if span else "rope_span accessed one float at a time",
     )
+
+
+def _shuffles_in_branches(source: str, shuffle: str) -> int:
+    """How many of the shuffles matching `shuffle` sit in a block that an `if` or `else` opened, at any
+    depth (TileLang writes one statement per line, a block's opening brace on its opener's line)."""
+    lines = source.splitlines()
+    branched = 0
+    for at, line in enumerate(lines):
+        if not re.search(shuffle, line):
+            continue
+        depth, openers = 0, []
+        for previous in reversed(lines[:at]):
+            for brace in reversed(re.sub(r"[^{}]", "", previous)):
+                depth += 1 if brace == "}" else -1
+                if depth < 0:  # this line opens a block around the shuffle ("} else {" too)
+                    openers.append(previous)
+                    depth = 0
+        branched += any(re.match(r"\s*(if \(|\} else|else)", opener) for opener in openers)
+    return branched
 
 
 def check_cache_gather(source: str) -> Check:
@@ -465,7 +585,7 @@ class Rope(Op[RopeSpec]):
         return {"positions": positions, "cos_sin_cache": torch.cat([angle.cos(), angle.sin()], dim=-1).float()}
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
-        checks = [check_pairing(source, stage.params, schedule.vector_elems)]
+        checks = [check_pairing(source, stage.params, schedule)]
         if is_cached(stage.params):
             checks.append(check_cache_gather(source))
         return checks

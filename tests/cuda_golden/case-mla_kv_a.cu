@@ -21,14 +21,14 @@ extern "C" __global__ void mla_kv_a_kernel(const float* __restrict__ CosSinCache
 extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float* __restrict__ CosSinCache, const int64_t* __restrict__ Positions, float* __restrict__ Rstd, const bfloat16_t* __restrict__ Weight, const bfloat16_t* __restrict__ X, bfloat16_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cossincache_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 256));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 512));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
   float row[20];
   bfloat16_t weight_staged[20];
   float sumsq_terms[20];
   float sumsq_lanes[5];
   float sumsq_thread[1];
   float rstd[1];
+  float rope_partner[20];
   #pragma unroll
   for (int i = 0; i < 5; ++i) {
     bfloat16_t X_local_cast[4];
@@ -139,28 +139,42 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
     *(float4*)(row + (i_4 * 4)) = condval_5;
   }
   if (((int)threadIdx.x) < 16) {
-    *(float4*)(((float*)rope_span) + (((int)threadIdx.x) * 4)) = *(float4*)(row + 16);
     #pragma unroll
-    for (int i_5 = 0; i_5 < 4; ++i_5) {
-      float condval_6;
-      if (((i_5 % 2) == 0)) {
-        condval_6 = (((float*)rope_span)[(((((int)threadIdx.x) * 4) + i_5) + 1)] * -0x1p+0f/*-1.000000e+00*/);
-      } else {
-        condval_6 = ((float*)rope_span)[(((((int)threadIdx.x) * 4) + i_5) - 1)];
-      }
-      row[(i_5 + 16)] = ((((float*)rope_span)[((((int)threadIdx.x) * 4) + i_5)] * ((float*)cossincache_staged)[((((int)threadIdx.x) * 2) + (i_5 >> 1))]) + (condval_6 * ((float*)cossincache_staged)[(((((int)threadIdx.x) * 2) + (i_5 >> 1)) + 32)]));
+    for (int i_5 = 0; i_5 < 2; ++i_5) {
+      rope_partner[((i_5 * 2) + 16)] = (row[((i_5 * 2) + 17)] * -0x1p+0f/*-1.000000e+00*/);
+    }
+    #pragma unroll
+    for (int i_6 = 0; i_6 < 2; ++i_6) {
+      rope_partner[((i_6 * 2) + 17)] = row[((i_6 * 2) + 16)];
+    }
+    #pragma unroll
+    for (int i_7 = 0; i_7 < 2; ++i_7) {
+      float2 __6;
+        float2 __7;
+          float2 v__5 = *(float2*)(row + ((i_7 * 2) + 16));
+          float2 v__6 = make_float2(((float*)cossincache_staged)[((((int)threadIdx.x) * 2) + i_7)], ((float*)cossincache_staged)[((((int)threadIdx.x) * 2) + i_7)]);
+          __7.x = (v__5.x*v__6.x);
+          __7.y = (v__5.y*v__6.y);
+        float2 __8;
+          float2 v__7 = *(float2*)(rope_partner + ((i_7 * 2) + 16));
+          float2 v__8 = make_float2(((float*)cossincache_staged)[(((((int)threadIdx.x) * 2) + i_7) + 32)], ((float*)cossincache_staged)[(((((int)threadIdx.x) * 2) + i_7) + 32)]);
+          __8.x = (v__7.x*v__8.x);
+          __8.y = (v__7.y*v__8.y);
+        __6.x = (__7.x+__8.x);
+        __6.y = (__7.y+__8.y);
+      *(float2*)(row + ((i_7 * 2) + 16)) = __6;
     }
   }
   #pragma unroll
-  for (int i_6 = 0; i_6 < 5; ++i_6) {
+  for (int i_8 = 0; i_8 < 5; ++i_8) {
     bfloat16_t Y_local_cast_1[4];
-    if (((i_6 * 2) + (((int)threadIdx.x) >> 4)) < 9) {
-      uint2 __6;
-      float4 v__5 = *(float4*)(row + (i_6 * 4));
-      (reinterpret_cast<__nv_bfloat162*>(&__6))[0] = __float22bfloat162_rn(((float2*)(&v__5))[0]);
-      (reinterpret_cast<__nv_bfloat162*>(&__6))[1] = __float22bfloat162_rn(((float2*)(&v__5))[1]);
-      *(uint2*)(Y_local_cast_1 + 0) = __6;
-      *(uint2*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)576) + (((int64_t)i_6) * (int64_t)128)) + (((int64_t)((int)threadIdx.x)) * (int64_t)4))) = *(uint2*)(Y_local_cast_1 + 0);
+    if (((i_8 * 2) + (((int)threadIdx.x) >> 4)) < 9) {
+      uint2 __9;
+      float4 v__9 = *(float4*)(row + (i_8 * 4));
+      (reinterpret_cast<__nv_bfloat162*>(&__9))[0] = __float22bfloat162_rn(((float2*)(&v__9))[0]);
+      (reinterpret_cast<__nv_bfloat162*>(&__9))[1] = __float22bfloat162_rn(((float2*)(&v__9))[1]);
+      *(uint2*)(Y_local_cast_1 + 0) = __9;
+      *(uint2*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)576) + (((int64_t)i_8) * (int64_t)128)) + (((int64_t)((int)threadIdx.x)) * (int64_t)4))) = *(uint2*)(Y_local_cast_1 + 0);
     }
   }
 }

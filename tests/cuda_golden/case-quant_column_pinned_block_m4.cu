@@ -29,8 +29,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
     bfloat16_t X_local_cast[8];
     bfloat16_t broadcast_var = bfloat16_t(0x0p+0f/*0.000000e+00*/);
     uint4 condval;
-    if ((((((int)blockIdx.x) * 4) + i) < 999)) {
-      condval = *(uint4*)(X + (((((int)blockIdx.x) * 4096) + (i * 1024)) + (((int)threadIdx.x) * 8)));
+    if ((((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999)) {
+      condval = *(uint4*)(X + ((((((int)blockIdx.x) * 4096) + ((((int)threadIdx.x) >> 5) * 1024)) + (i * 256)) + ((((int)threadIdx.x) & 31) * 8)));
     } else {
       condval = make_uint4(__pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var));
     }
@@ -38,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
     for (int vec = 0; vec < 2; ++vec) {
       float broadcast_var_1 = 0x0p+0f/*0.000000e+00*/;
       float4 condval_1;
-      if ((((((int)blockIdx.x) * 4) + i) < 999)) {
+      if ((((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999)) {
         float4 __1;
         uint2 v_ = *(uint2*)(X_local_cast + (vec * 4));
         ((float2*)(&__1))[0] = __bfloat1622float2((reinterpret_cast<__nv_bfloat162*>(&v_))[0]);
@@ -78,17 +78,17 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
     (reinterpret_cast<__nv_fp8x2_storage_t*>(&__2))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__3))[1], __NV_SATFINITE, __NV_E4M3);
     *(fp8_e4_4_t*)(quantized + (i_3 * 4)) = __2;
   }
-  #pragma unroll
-  for (int i_4 = 0; i_4 < 4; ++i_4) {
-    if (((((int)blockIdx.x) * 4) + i_4) < 999) {
-      *(fp8_e4_8_t*)(Q + (((((int)blockIdx.x) * 4096) + (i_4 * 1024)) + (((int)threadIdx.x) * 8))) = *(fp8_e4_8_t*)(quantized + (i_4 * 8));
+  if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999) {
+    #pragma unroll
+    for (int i_4 = 0; i_4 < 4; ++i_4) {
+      *(fp8_e4_8_t*)(Q + ((((((int)blockIdx.x) * 4096) + ((((int)threadIdx.x) >> 5) * 1024)) + (i_4 * 256)) + ((((int)threadIdx.x) & 31) * 8))) = *(fp8_e4_8_t*)(quantized + (i_4 * 8));
     }
   }
   if ((((int)threadIdx.x) % 16) == 0) {
-    #pragma unroll
-    for (int i_5 = 0; i_5 < 4; ++i_5) {
-      if (((((int)blockIdx.x) * 4) + i_5) < 999) {
-        Scale[((((((int)threadIdx.x) >> 4) * 1000) + (((int)blockIdx.x) * 4)) + i_5)] = group_scale[i_5];
+    if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999) {
+      #pragma unroll
+      for (int i_5 = 0; i_5 < 4; ++i_5) {
+        Scale[((((i_5 * 2000) + (((((int)threadIdx.x) & 31) >> 4) * 1000)) + (((int)blockIdx.x) * 4)) + (((int)threadIdx.x) >> 5))] = group_scale[i_5];
       }
     }
   }

@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
   float mean[1];
   float centered_sq[8];
   float rstd[1];
-  extern __shared__ __align__(1024) float rope_span[];
+  float rope_partner[8];
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[8];
@@ -142,38 +142,46 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
       *(float4*)(row + (i_3 * 4)) = __4;
     }
   }
-  if (((((int)threadIdx.x) & 7) < 4) && (((int)threadIdx.x) < 128)) {
-    #pragma unroll
-    for (int i_4 = 0; i_4 < 2; ++i_4) {
-      *(float4*)(rope_span + ((((((int)threadIdx.x) >> 3) * 32) + ((((int)threadIdx.x) & 7) * 8)) + (i_4 * 4))) = *(float4*)(row + (i_4 * 4));
-    }
-  }
-  __syncthreads();
   #pragma unroll
-  for (int i_5 = 0; i_5 < 8; ++i_5) {
-    float condval_4;
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
+    rope_partner[(i_4 * 2)] = (row[((i_4 * 2) + 1)] * -0x1p+0f/*-1.000000e+00*/);
+  }
+  #pragma unroll
+  for (int i_5 = 0; i_5 < 4; ++i_5) {
+    rope_partner[((i_5 * 2) + 1)] = row[(i_5 * 2)];
+  }
+  #pragma unroll
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
+    float2 condval_4;
     if ((((((int)threadIdx.x) & 7) < 4) && (((int)threadIdx.x) < 128))) {
-      float condval_5;
-      if (((i_5 % 2) == 0)) {
-        condval_5 = (rope_span[(((((((int)threadIdx.x) >> 3) * 32) + ((((int)threadIdx.x) & 7) * 8)) + i_5) + 1)] * -0x1p+0f/*-1.000000e+00*/);
-      } else {
-        condval_5 = rope_span[(((((((int)threadIdx.x) >> 3) * 32) + ((((int)threadIdx.x) & 7) * 8)) + i_5) - 1)];
-      }
-      condval_4 = ((rope_span[((((((int)threadIdx.x) >> 3) * 32) + ((((int)threadIdx.x) & 7) * 8)) + i_5)] * Cos[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + (((int64_t)i_5) >> (int64_t)1))]) + (condval_5 * Sin[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + (((int64_t)i_5) >> (int64_t)1))]));
+      float2 __9;
+        float2 __10;
+          float2 v__8 = *(float2*)(row + (i_6 * 2));
+          float2 v__9 = make_float2(Cos[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + ((int64_t)i_6))], Cos[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + ((int64_t)i_6))]);
+          __10.x = (v__8.x*v__9.x);
+          __10.y = (v__8.y*v__9.y);
+        float2 __11;
+          float2 v__10 = *(float2*)(rope_partner + (i_6 * 2));
+          float2 v__11 = make_float2(Sin[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + ((int64_t)i_6))], Sin[(((((int64_t)((int)blockIdx.x)) * (int64_t)16) + ((((int64_t)((int)threadIdx.x)) & (int64_t)7) * (int64_t)4)) + ((int64_t)i_6))]);
+          __11.x = (v__10.x*v__11.x);
+          __11.y = (v__10.y*v__11.y);
+        __9.x = (__10.x+__11.x);
+        __9.y = (__10.y+__11.y);
+      condval_4 = __9;
     } else {
-      condval_4 = row[i_5];
+      condval_4 = *(float2*)(row + (i_6 * 2));
     }
-    row[i_5] = condval_4;
+    *(float2*)(row + (i_6 * 2)) = condval_4;
   }
   {
     half_t Y_local_cast_3[8];
     if (((int)threadIdx.x) < 128) {
-      for (int i_6 = 0; i_6 < 2; ++i_6) {
-        uint2 __9;
-        float4 v__8 = *(float4*)(row + (i_6 * 4));
-        ((half2*)(&__9))[0] = __float22half2_rn(((float2*)(&v__8))[0]);
-        ((half2*)(&__9))[1] = __float22half2_rn(((float2*)(&v__8))[1]);
-        *(uint2*)(Y_local_cast_3 + (i_6 * 4)) = __9;
+      for (int i_7 = 0; i_7 < 2; ++i_7) {
+        uint2 __12;
+        float4 v__12 = *(float4*)(row + (i_7 * 4));
+        ((half2*)(&__12))[0] = __float22half2_rn(((float2*)(&v__12))[0]);
+        ((half2*)(&__12))[1] = __float22half2_rn(((float2*)(&v__12))[1]);
+        *(uint2*)(Y_local_cast_3 + (i_7 * 4)) = __12;
       }
       *(uint4*)(Y + ((((int64_t)((int)blockIdx.x)) * (int64_t)1024) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
     }
@@ -187,18 +195,18 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_7 = 0; i_7 < 2; ++i_7) {
-    fp8_e4_4_t __10;
-    float4 __11;
-      float4 v__9 = *(float4*)(row + (i_7 * 4));
-      float4 v__10 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __11.x = (v__9.x*v__10.x);
-      __11.y = (v__9.y*v__10.y);
-      __11.z = (v__9.z*v__10.z);
-      __11.w = (v__9.w*v__10.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__10))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__11))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_7 * 4)) = __10;
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    fp8_e4_4_t __13;
+    float4 __14;
+      float4 v__13 = *(float4*)(row + (i_8 * 4));
+      float4 v__14 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __14.x = (v__13.x*v__14.x);
+      __14.y = (v__13.y*v__14.y);
+      __14.z = (v__13.z*v__14.z);
+      __14.w = (v__13.w*v__14.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __13;
   }
   if (((int)threadIdx.x) < 128) {
     *(fp8_e4_8_t*)(Q + ((((int64_t)((int)blockIdx.x)) * (int64_t)1024) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + 0);
@@ -210,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
   }
 }
 
-// ==== program_1: tokens 65+, fragment, 256 threads, 8-byte vectors, 2 row(s) per block, side inputs prefetched
+// ==== program_1: tokens 65+, fragment, 256 threads, 16-byte vectors, 2 row(s) per block, side inputs prefetched
 #if defined(_MSC_VER) && !defined(__clang__) && _MSC_VER < 1940
 #define _tl_orig_alignas alignas
 #define alignas(N) _tl_orig_alignas((N) <= 64 ? (N) : 64)
@@ -232,43 +240,44 @@ extern "C" __global__ void ln_head_partial_gptj_group_kernel(const half_t* __res
 extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_kernel(const half_t* __restrict__ Bias, const float* __restrict__ Cos, float* __restrict__ Mean, fp8_e4_t* __restrict__ Q, float* __restrict__ Rstd, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* rope_span = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 4224));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
   float row[8];
-  half_t weight_staged[4];
-  half_t bias_staged[4];
-  float mean[2];
+  half_t weight_staged[8];
+  half_t bias_staged[8];
+  float mean[1];
   float centered_sq[8];
-  float rstd[2];
-  float group_scale[2];
-  float inverse_scale[2];
+  float rstd[1];
+  float rope_partner[8];
+  float group_scale[1];
+  float inverse_scale[1];
   fp8_e4_t quantized[8];
-  #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    half_t X_local_cast[4];
+  {
+    half_t X_local_cast[8];
     half_t broadcast_var = half_t(0x0p+0f/*0.000000e+00*/);
-    uint2 condval;
-    if ((((((int)blockIdx.x) * 2) + i) < m)) {
-      condval = *(uint2*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)i) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)4)));
+    uint4 condval;
+    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+      condval = *(uint4*)(X + ((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
     } else {
-      condval = make_uint2(__pack_half2(broadcast_var, broadcast_var), __pack_half2(broadcast_var, broadcast_var));
+      condval = make_uint4(__pack_half2(broadcast_var, broadcast_var), __pack_half2(broadcast_var, broadcast_var), __pack_half2(broadcast_var, broadcast_var), __pack_half2(broadcast_var, broadcast_var));
     }
-    *(uint2*)(X_local_cast + 0) = condval;
-    float broadcast_var_1 = 0x0p+0f/*0.000000e+00*/;
-    float4 condval_1;
-    if ((((((int)blockIdx.x) * 2) + i) < m)) {
-      float4 __1;
-      uint2 v_ = *(uint2*)(X_local_cast + 0);
-      ((float2*)(&__1))[0] = __half22float2(((half2*)(&v_))[0]);
-      ((float2*)(&__1))[1] = __half22float2(((half2*)(&v_))[1]);
-      condval_1 = __1;
-    } else {
-      condval_1 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
+    *(uint4*)(X_local_cast + 0) = condval;
+    for (int i = 0; i < 2; ++i) {
+      float broadcast_var_1 = 0x0p+0f/*0.000000e+00*/;
+      float4 condval_1;
+      if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+        float4 __1;
+        uint2 v_ = *(uint2*)(X_local_cast + (i * 4));
+        ((float2*)(&__1))[0] = __half22float2(((half2*)(&v_))[0]);
+        ((float2*)(&__1))[1] = __half22float2(((half2*)(&v_))[1]);
+        condval_1 = __1;
+      } else {
+        condval_1 = make_float4(broadcast_var_1, broadcast_var_1, broadcast_var_1, broadcast_var_1);
+      }
+      *(float4*)(row + (i * 4)) = condval_1;
     }
-    *(float4*)(row + (i * 4)) = condval_1;
   }
-  *(uint2*)(weight_staged + 0) = *(uint2*)(Weight + ((((int)threadIdx.x) & 15) * 4));
-  *(uint2*)(bias_staged + 0) = *(uint2*)(Bias + ((((int)threadIdx.x) & 15) * 4));
+  *(uint4*)(weight_staged + 0) = *(uint4*)(Weight + ((((int)threadIdx.x) & 7) * 8));
+  *(uint4*)(bias_staged + 0) = *(uint4*)(Bias + ((((int)threadIdx.x) & 7) * 8));
   if (((int)threadIdx.x) < 32) {
     float condval_2;
     if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 4)) < m)) {
@@ -285,174 +294,149 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
     }
     ((float*)sin_staged)[((int)threadIdx.x)] = condval_3;
   }
+  mean[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv = 0; rv < 8; ++rv) {
+    mean[0] = (mean[0] + row[rv]);
+  }
+  mean[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<256>>::run(mean[0]);
+  mean[0] = (mean[0] / 0x1p+6f/*6.400000e+01*/);
   #pragma unroll
   for (int i_1 = 0; i_1 < 2; ++i_1) {
-    mean[i_1] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv = 0; rv < 4; ++rv) {
-      mean[i_1] = (mean[i_1] + row[((i_1 * 4) + rv)]);
-    }
-    mean[i_1] = tl::AllReduce<tl::SumOp, 16, 1, 0, tl::NamedBarrier<256>>::run(mean[i_1]);
+    float4 __2;
+      float4 v__1 = *(float4*)(row + (i_1 * 4));
+      float4 v__2 = make_float4(mean[0], mean[0], mean[0], mean[0]);
+      __2.x = (v__1.x-v__2.x);
+      __2.y = (v__1.y-v__2.y);
+      __2.z = (v__1.z-v__2.z);
+      __2.w = (v__1.w-v__2.w);
+    *(float4*)(row + (i_1 * 4)) = __2;
   }
-  float broadcast_var_2 = 0x1p+6f/*6.400000e+01*/;
-  float2 __2;
-    float2 v__1 = *(float2*)(mean + 0);
-    float2 v__2 = make_float2(broadcast_var_2, broadcast_var_2);
-    __2.x = (v__1.x/v__2.x);
-    __2.y = (v__1.y/v__2.y);
-  *(float2*)(mean + 0) = __2;
   #pragma unroll
   for (int i_2 = 0; i_2 < 2; ++i_2) {
     float4 __3;
       float4 v__3 = *(float4*)(row + (i_2 * 4));
-      float4 v__4 = make_float4(mean[i_2], mean[i_2], mean[i_2], mean[i_2]);
-      __3.x = (v__3.x-v__4.x);
-      __3.y = (v__3.y-v__4.y);
-      __3.z = (v__3.z-v__4.z);
-      __3.w = (v__3.w-v__4.w);
-    *(float4*)(row + (i_2 * 4)) = __3;
+      __3.x = (v__3.x*v__3.x);
+      __3.y = (v__3.y*v__3.y);
+      __3.z = (v__3.z*v__3.z);
+      __3.w = (v__3.w*v__3.w);
+    *(float4*)(centered_sq + (i_2 * 4)) = __3;
+  }
+  rstd[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_1 = 0; rv_1 < 8; ++rv_1) {
+    rstd[0] = (rstd[0] + centered_sq[rv_1]);
+  }
+  rstd[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<256>>::run(rstd[0]);
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+6f/*6.400000e+01*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
+  if ((((int)threadIdx.x) % 8) == 0) {
+    if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
+      Mean[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)((int)threadIdx.x)) >> (int64_t)3))] = mean[0];
+      Rstd[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)((int)threadIdx.x)) >> (int64_t)3))] = rstd[0];
+    }
   }
   #pragma unroll
   for (int i_3 = 0; i_3 < 2; ++i_3) {
     float4 __4;
-      float4 v__5 = *(float4*)(row + (i_3 * 4));
-      __4.x = (v__5.x*v__5.x);
-      __4.y = (v__5.y*v__5.y);
-      __4.z = (v__5.z*v__5.z);
-      __4.w = (v__5.w*v__5.w);
-    *(float4*)(centered_sq + (i_3 * 4)) = __4;
-  }
-  #pragma unroll
-  for (int i_4 = 0; i_4 < 2; ++i_4) {
-    rstd[i_4] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
-      rstd[i_4] = (rstd[i_4] + centered_sq[((i_4 * 4) + rv_1)]);
-    }
-    rstd[i_4] = tl::AllReduce<tl::SumOp, 16, 1, 0, tl::NamedBarrier<256>>::run(rstd[i_4]);
-  }
-  #pragma unroll
-  for (int i_5 = 0; i_5 < 2; ++i_5) {
-    rstd[i_5] = rsqrtf(((rstd[i_5] / 0x1p+6f/*6.400000e+01*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
-  }
-  if ((((int)threadIdx.x) % 16) == 0) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      if (((((int)blockIdx.x) * 2) + i_6) < m) {
-        Mean[(((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)i_6) * (int64_t)16)) + (((int64_t)((int)threadIdx.x)) >> (int64_t)4))] = mean[i_6];
-      }
-    }
-    #pragma unroll
-    for (int i_7 = 0; i_7 < 2; ++i_7) {
-      if (((((int)blockIdx.x) * 2) + i_7) < m) {
-        Rstd[(((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)i_7) * (int64_t)16)) + (((int64_t)((int)threadIdx.x)) >> (int64_t)4))] = rstd[i_7];
-      }
-    }
-  }
-  #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    float4 __5;
-      float4 __6;
+      float4 __5;
+        float4 __6;
+          float4 v__4 = *(float4*)(row + (i_3 * 4));
+          float4 v__5 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
+          __6.x = (v__4.x*v__5.x);
+          __6.y = (v__4.y*v__5.y);
+          __6.z = (v__4.z*v__5.z);
+          __6.w = (v__4.w*v__5.w);
         float4 __7;
-          float4 v__6 = *(float4*)(row + (i_8 * 4));
-          float4 v__7 = make_float4(rstd[i_8], rstd[i_8], rstd[i_8], rstd[i_8]);
-          __7.x = (v__6.x*v__7.x);
-          __7.y = (v__6.y*v__7.y);
-          __7.z = (v__6.z*v__7.z);
-          __7.w = (v__6.w*v__7.w);
-        float4 __8;
-        uint2 v__8 = *(uint2*)(weight_staged + 0);
-        ((float2*)(&__8))[0] = __half22float2(((half2*)(&v__8))[0]);
-        ((float2*)(&__8))[1] = __half22float2(((half2*)(&v__8))[1]);
-        __6.x = (__7.x*__8.x);
-        __6.y = (__7.y*__8.y);
-        __6.z = (__7.z*__8.z);
-        __6.w = (__7.w*__8.w);
-      float4 __9;
-      uint2 v__9 = *(uint2*)(bias_staged + 0);
-      ((float2*)(&__9))[0] = __half22float2(((half2*)(&v__9))[0]);
-      ((float2*)(&__9))[1] = __half22float2(((half2*)(&v__9))[1]);
-      __5.x = (__6.x+__9.x);
-      __5.y = (__6.y+__9.y);
-      __5.z = (__6.z+__9.z);
-      __5.w = (__6.w+__9.w);
-    *(float4*)(row + (i_8 * 4)) = __5;
+        uint2 v__6 = *(uint2*)(weight_staged + (i_3 * 4));
+        ((float2*)(&__7))[0] = __half22float2(((half2*)(&v__6))[0]);
+        ((float2*)(&__7))[1] = __half22float2(((half2*)(&v__6))[1]);
+        __5.x = (__6.x*__7.x);
+        __5.y = (__6.y*__7.y);
+        __5.z = (__6.z*__7.z);
+        __5.w = (__6.w*__7.w);
+      float4 __8;
+      uint2 v__7 = *(uint2*)(bias_staged + (i_3 * 4));
+      ((float2*)(&__8))[0] = __half22float2(((half2*)(&v__7))[0]);
+      ((float2*)(&__8))[1] = __half22float2(((half2*)(&v__7))[1]);
+      __4.x = (__5.x+__8.x);
+      __4.y = (__5.y+__8.y);
+      __4.z = (__5.z+__8.z);
+      __4.w = (__5.w+__8.w);
+    *(float4*)(row + (i_3 * 4)) = __4;
   }
-  if ((((int)threadIdx.x) & 15) < 8) {
-    #pragma unroll
-    for (int i_9 = 0; i_9 < 2; ++i_9) {
-      *(float4*)(((float*)rope_span) + (((i_9 * 512) + ((((int)threadIdx.x) >> 4) * 32)) + ((((int)threadIdx.x) & 15) * 4))) = *(float4*)(row + (i_9 * 4));
-    }
+  #pragma unroll
+  for (int i_4 = 0; i_4 < 4; ++i_4) {
+    rope_partner[(i_4 * 2)] = (row[((i_4 * 2) + 1)] * -0x1p+0f/*-1.000000e+00*/);
+  }
+  #pragma unroll
+  for (int i_5 = 0; i_5 < 4; ++i_5) {
+    rope_partner[((i_5 * 2) + 1)] = row[(i_5 * 2)];
   }
   __syncthreads();
   #pragma unroll
-  for (int i_10 = 0; i_10 < 8; ++i_10) {
-    float condval_4;
-    if (((((int)threadIdx.x) & 15) < 8)) {
-      float condval_5;
-      if (((i_10 % 2) == 0)) {
-        condval_5 = (((float*)rope_span)[((((((i_10 >> 2) * 512) + ((((int)threadIdx.x) >> 4) * 32)) + ((((int)threadIdx.x) & 15) * 4)) + (i_10 & 3)) + 1)] * -0x1p+0f/*-1.000000e+00*/);
-      } else {
-        condval_5 = ((float*)rope_span)[((((((i_10 >> 2) * 512) + ((((int)threadIdx.x) >> 4) * 32)) + ((((int)threadIdx.x) & 15) * 4)) + (i_10 & 3)) - 1)];
-      }
-      condval_4 = ((((float*)rope_span)[(((((i_10 >> 2) * 512) + ((((int)threadIdx.x) >> 4) * 32)) + ((((int)threadIdx.x) & 15) * 4)) + (i_10 & 3))] * ((float*)cos_staged)[((((i_10 >> 2) * 16) + ((((int)threadIdx.x) & 15) * 2)) + ((i_10 & 3) >> 1))]) + (condval_5 * ((float*)sin_staged)[((((i_10 >> 2) * 16) + ((((int)threadIdx.x) & 15) * 2)) + ((i_10 & 3) >> 1))]));
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
+    float2 condval_4;
+    if (((((int)threadIdx.x) & 7) < 4)) {
+      float2 __9;
+        float2 __10;
+          float2 v__8 = *(float2*)(row + (i_6 * 2));
+          float2 v__9 = make_float2(((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
+          __10.x = (v__8.x*v__9.x);
+          __10.y = (v__8.y*v__9.y);
+        float2 __11;
+          float2 v__10 = *(float2*)(rope_partner + (i_6 * 2));
+          float2 v__11 = make_float2(((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
+          __11.x = (v__10.x*v__11.x);
+          __11.y = (v__10.y*v__11.y);
+        __9.x = (__10.x+__11.x);
+        __9.y = (__10.y+__11.y);
+      condval_4 = __9;
     } else {
-      condval_4 = row[i_10];
+      condval_4 = *(float2*)(row + (i_6 * 2));
     }
-    row[i_10] = condval_4;
+    *(float2*)(row + (i_6 * 2)) = condval_4;
   }
-  #pragma unroll
-  for (int i_11 = 0; i_11 < 2; ++i_11) {
-    half_t Y_local_cast_1[4];
-    if (((((int)blockIdx.x) * 2) + i_11) < m) {
-      uint2 __10;
-      float4 v__10 = *(float4*)(row + (i_11 * 4));
-      ((half2*)(&__10))[0] = __float22half2_rn(((float2*)(&v__10))[0]);
-      ((half2*)(&__10))[1] = __float22half2_rn(((float2*)(&v__10))[1]);
-      *(uint2*)(Y_local_cast_1 + 0) = __10;
-      *(uint2*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)i_11) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)4))) = *(uint2*)(Y_local_cast_1 + 0);
-    }
-  }
-  #pragma unroll
-  for (int i_12 = 0; i_12 < 2; ++i_12) {
-    group_scale[i_12] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv_2 = 0; rv_2 < 4; ++rv_2) {
-      group_scale[i_12] = max(group_scale[i_12], max(row[((i_12 * 4) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_12 * 4) + rv_2)])));
-    }
-    group_scale[i_12] = tl::AllReduce<tl::MaxOp, 16, 1, 0, tl::NamedBarrier<256>>::run(group_scale[i_12]);
-  }
-  #pragma unroll
-  for (int i_13 = 0; i_13 < 2; ++i_13) {
-    group_scale[i_13] = (max(group_scale[i_13], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
-    inverse_scale[i_13] = __frcp_rn(group_scale[i_13]);
-  }
-  #pragma unroll
-  for (int i_14 = 0; i_14 < 2; ++i_14) {
-    fp8_e4_4_t __11;
-    float4 __12;
-      float4 v__11 = *(float4*)(row + (i_14 * 4));
-      float4 v__12 = make_float4(inverse_scale[i_14], inverse_scale[i_14], inverse_scale[i_14], inverse_scale[i_14]);
-      __12.x = (v__11.x*v__12.x);
-      __12.y = (v__11.y*v__12.y);
-      __12.z = (v__11.z*v__12.z);
-      __12.w = (v__11.w*v__12.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__11))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__12))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_14 * 4)) = __11;
-  }
-  #pragma unroll
-  for (int i_15 = 0; i_15 < 2; ++i_15) {
-    if (((((int)blockIdx.x) * 2) + i_15) < m) {
-      *(fp8_e4_4_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)i_15) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)4))) = *(fp8_e4_4_t*)(quantized + (i_15 * 4));
-    }
-  }
-  if ((((int)threadIdx.x) % 16) == 0) {
-    #pragma unroll
-    for (int i_16 = 0; i_16 < 2; ++i_16) {
-      if (((((int)blockIdx.x) * 2) + i_16) < m) {
-        Scale[(((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)i_16) * (int64_t)16)) + (((int64_t)((int)threadIdx.x)) >> (int64_t)4))] = group_scale[i_16];
+  {
+    half_t Y_local_cast_1[8];
+    if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
+      for (int i_7 = 0; i_7 < 2; ++i_7) {
+        uint2 __12;
+        float4 v__12 = *(float4*)(row + (i_7 * 4));
+        ((half2*)(&__12))[0] = __float22half2_rn(((float2*)(&v__12))[0]);
+        ((half2*)(&__12))[1] = __float22half2_rn(((float2*)(&v__12))[1]);
+        *(uint2*)(Y_local_cast_1 + (i_7 * 4)) = __12;
       }
+      *(uint4*)(Y + ((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
+    }
+  }
+  group_scale[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
+    group_scale[0] = max(group_scale[0], max(row[rv_2], (0x0p+0f/*0.000000e+00*/ - row[rv_2])));
+  }
+  group_scale[0] = tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<256>>::run(group_scale[0]);
+  group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  inverse_scale[0] = __frcp_rn(group_scale[0]);
+  #pragma unroll
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    fp8_e4_4_t __13;
+    float4 __14;
+      float4 v__13 = *(float4*)(row + (i_8 * 4));
+      float4 v__14 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __14.x = (v__13.x*v__14.x);
+      __14.y = (v__13.y*v__14.y);
+      __14.z = (v__13.z*v__14.z);
+      __14.w = (v__13.w*v__14.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __13;
+  }
+  if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
+    *(fp8_e4_8_t*)(Q + ((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + 0);
+  }
+  if ((((int)threadIdx.x) % 8) == 0) {
+    if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
+      Scale[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)((int)threadIdx.x)) >> (int64_t)3))] = group_scale[0];
     }
   }
 }

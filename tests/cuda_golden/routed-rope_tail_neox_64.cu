@@ -135,18 +135,19 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
   void* sin_staged = ((void*)((char*)buf_dyn_shmem + 256));
   void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 512));
   float row[32];
-  bfloat16_t weight_staged[16];
+  bfloat16_t weight_staged[32];
   float sumsq_terms[32];
   float sumsq_lanes[4];
-  float sumsq_thread[2];
-  float rstd[2];
+  float sumsq_thread[1];
+  float rstd[1];
+  float rope_partner[32];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     bfloat16_t X_local_cast[8];
     bfloat16_t broadcast_var = bfloat16_t(0x0p+0f/*0.000000e+00*/);
     uint4 condval;
-    if ((((((int)blockIdx.x) * 2) + (i >> 1)) < m)) {
-      condval = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)8192) + (((int64_t)i) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
+    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+      condval = *(uint4*)(X + ((((((int64_t)((int)blockIdx.x)) * (int64_t)8192) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)4096)) + (((int64_t)i) * (int64_t)1024)) + ((((int64_t)((int)threadIdx.x)) & (int64_t)127) * (int64_t)8)));
     } else {
       condval = make_uint4(__pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var), __pack_nv_bfloat162(broadcast_var, broadcast_var));
     }
@@ -154,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
     for (int vec = 0; vec < 2; ++vec) {
       float broadcast_var_1 = 0x0p+0f/*0.000000e+00*/;
       float4 condval_1;
-      if ((((((int)blockIdx.x) * 2) + (i >> 1)) < m)) {
+      if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
         float4 __1;
         uint2 v_ = *(uint2*)(X_local_cast + (vec * 4));
         ((float2*)(&__1))[0] = __bfloat1622float2((reinterpret_cast<__nv_bfloat162*>(&v_))[0]);
@@ -167,8 +168,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
     }
   }
   #pragma unroll
-  for (int i_1 = 0; i_1 < 2; ++i_1) {
-    *(uint4*)(weight_staged + (i_1 * 8)) = *(uint4*)(Weight + ((i_1 * 2048) + (((int)threadIdx.x) * 8)));
+  for (int i_1 = 0; i_1 < 4; ++i_1) {
+    *(uint4*)(weight_staged + (i_1 * 8)) = *(uint4*)(Weight + ((i_1 * 1024) + ((((int)threadIdx.x) & 127) * 8)));
   }
   if (((int)threadIdx.x) < 64) {
     float condval_2;
@@ -204,80 +205,92 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
       sumsq_lanes[i_3] = (sumsq_lanes[i_3] + sumsq_terms[((i_3 * 8) + rv)]);
     }
   }
+  sumsq_thread[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
-  for (int i_4 = 0; i_4 < 2; ++i_4) {
-    sumsq_thread[i_4] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv_1 = 0; rv_1 < 2; ++rv_1) {
-      sumsq_thread[i_4] = (sumsq_thread[i_4] + sumsq_lanes[((i_4 * 2) + rv_1)]);
-    }
+  for (int rv_1 = 0; rv_1 < 4; ++rv_1) {
+    sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
   }
-  #pragma unroll
-  for (int i_5 = 0; i_5 < 2; ++i_5) {
-    sumsq_thread[i_5] = tl::warp_reduce_sum(sumsq_thread[i_5]);
-  }
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
   if ((((int)threadIdx.x) % 32) == 0) {
-    #pragma unroll
-    for (int i_6 = 0; i_6 < 2; ++i_6) {
-      ((float*)sumsq_warps)[((i_6 * 8) + (((int)threadIdx.x) >> 5))] = sumsq_thread[i_6];
-    }
+    ((float*)sumsq_warps)[(((int)threadIdx.x) >> 5)] = sumsq_thread[0];
   }
   __syncthreads();
-  #pragma unroll
-  for (int i_7 = 0; i_7 < 2; ++i_7) {
-    rstd[i_7] = ((float*)sumsq_warps)[(i_7 * 8)];
-    for (int w = 1; w < 8; ++w) {
-      rstd[i_7] = (rstd[i_7] + ((float*)sumsq_warps)[((i_7 * 8) + w)]);
-    }
+  rstd[0] = ((float*)sumsq_warps)[((((int)threadIdx.x) >> 7) * 4)];
+  for (int w = 1; w < 4; ++w) {
+    rstd[0] = (rstd[0] + ((float*)sumsq_warps)[(((((int)threadIdx.x) >> 7) * 4) + w)]);
   }
+  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    rstd[i_8] = rsqrtf(((rstd[i_8] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
-  }
-  #pragma unroll
-  for (int i_9 = 0; i_9 < 8; ++i_9) {
+  for (int i_4 = 0; i_4 < 8; ++i_4) {
     float4 __3;
       float4 __4;
-        float4 v__2 = *(float4*)(row + (i_9 * 4));
-        float4 v__3 = make_float4(rstd[(i_9 >> 2)], rstd[(i_9 >> 2)], rstd[(i_9 >> 2)], rstd[(i_9 >> 2)]);
+        float4 v__2 = *(float4*)(row + (i_4 * 4));
+        float4 v__3 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
         __4.x = (v__2.x*v__3.x);
         __4.y = (v__2.y*v__3.y);
         __4.z = (v__2.z*v__3.z);
         __4.w = (v__2.w*v__3.w);
       float4 __5;
-      uint2 v__4 = *(uint2*)(weight_staged + ((i_9 & 3) * 4));
+      uint2 v__4 = *(uint2*)(weight_staged + (i_4 * 4));
       ((float2*)(&__5))[0] = __bfloat1622float2((reinterpret_cast<__nv_bfloat162*>(&v__4))[0]);
       ((float2*)(&__5))[1] = __bfloat1622float2((reinterpret_cast<__nv_bfloat162*>(&v__4))[1]);
       __3.x = (__4.x*__5.x);
       __3.y = (__4.y*__5.y);
       __3.z = (__4.z*__5.z);
       __3.w = (__4.w*__5.w);
-    *(float4*)(row + (i_9 * 4)) = __3;
-  }
-  if (248 <= ((int)threadIdx.x)) {
-    #pragma unroll
-    for (int i_10 = 0; i_10 < 16; ++i_10) {
-      float condval_4;
-      if ((((int)threadIdx.x) < 252)) {
-        condval_4 = -0x1p+0f/*-1.000000e+00*/;
-      } else {
-        condval_4 = 0x1p+0f/*1.000000e+00*/;
-      }
-      row[((((i_10 >> 3) * 16) + (i_10 & 7)) + 8)] = ((row[((((i_10 >> 3) * 16) + (i_10 & 7)) + 8)] * ((float*)cos_staged)[((((i_10 >> 3) * 32) + ((((int)threadIdx.x) & 3) * 8)) + (i_10 & 7))]) + ((__shfl_xor_sync((uint)4278190080, row[((((i_10 >> 3) * 16) + (i_10 & 7)) + 8)], 4, 32) * condval_4) * ((float*)sin_staged)[((((i_10 >> 3) * 32) + ((((int)threadIdx.x) & 3) * 8)) + (i_10 & 7))]));
-    }
+    *(float4*)(row + (i_4 * 4)) = __3;
   }
   #pragma unroll
-  for (int i_11 = 0; i_11 < 4; ++i_11) {
+  for (int i_5 = 0; i_5 < 32; ++i_5) {
+    float condval_4;
+    if (((((i_5 >> 3) * 32) + ((((int)threadIdx.x) & 127) >> 2)) < 127)) {
+      condval_4 = -0x1p+0f/*-1.000000e+00*/;
+    } else {
+      condval_4 = 0x1p+0f/*1.000000e+00*/;
+    }
+    rope_partner[i_5] = (__shfl_xor_sync((uint)4294967295, row[i_5], 4, 32) * condval_4);
+  }
+  #pragma unroll
+  for (int i_6 = 0; i_6 < 8; ++i_6) {
+    float4 condval_5;
+    if (((((i_6 >> 1) * 16) + ((((int)threadIdx.x) & 127) >> 3)) == 63)) {
+      float4 __6;
+        float4 __7;
+          float4 v__5 = *(float4*)(row + (i_6 * 4));
+          float4 v__6 = *(float4*)(((float*)cos_staged) + ((((((int)threadIdx.x) >> 7) * 32) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
+          __7.x = (v__5.x*v__6.x);
+          __7.y = (v__5.y*v__6.y);
+          __7.z = (v__5.z*v__6.z);
+          __7.w = (v__5.w*v__6.w);
+        float4 __8;
+          float4 v__7 = *(float4*)(rope_partner + (i_6 * 4));
+          float4 v__8 = *(float4*)(((float*)sin_staged) + ((((((int)threadIdx.x) >> 7) * 32) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
+          __8.x = (v__7.x*v__8.x);
+          __8.y = (v__7.y*v__8.y);
+          __8.z = (v__7.z*v__8.z);
+          __8.w = (v__7.w*v__8.w);
+        __6.x = (__7.x+__8.x);
+        __6.y = (__7.y+__8.y);
+        __6.z = (__7.z+__8.z);
+        __6.w = (__7.w+__8.w);
+      condval_5 = __6;
+    } else {
+      condval_5 = *(float4*)(row + (i_6 * 4));
+    }
+    *(float4*)(row + (i_6 * 4)) = condval_5;
+  }
+  #pragma unroll
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
     bfloat16_t Y_local_cast_1[8];
-    if (((((int)blockIdx.x) * 2) + (i_11 >> 1)) < m) {
+    if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
       for (int vec_1 = 0; vec_1 < 2; ++vec_1) {
-        uint2 __6;
-        float4 v__5 = *(float4*)(row + ((i_11 * 8) + (vec_1 * 4)));
-        (reinterpret_cast<__nv_bfloat162*>(&__6))[0] = __float22bfloat162_rn(((float2*)(&v__5))[0]);
-        (reinterpret_cast<__nv_bfloat162*>(&__6))[1] = __float22bfloat162_rn(((float2*)(&v__5))[1]);
-        *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __6;
+        uint2 __9;
+        float4 v__9 = *(float4*)(row + ((i_7 * 8) + (vec_1 * 4)));
+        (reinterpret_cast<__nv_bfloat162*>(&__9))[0] = __float22bfloat162_rn(((float2*)(&v__9))[0]);
+        (reinterpret_cast<__nv_bfloat162*>(&__9))[1] = __float22bfloat162_rn(((float2*)(&v__9))[1]);
+        *(uint2*)(Y_local_cast_1 + (vec_1 * 4)) = __9;
       }
-      *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)8192) + (((int64_t)i_11) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
+      *(uint4*)(Y + ((((((int64_t)((int)blockIdx.x)) * (int64_t)8192) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)4096)) + (((int64_t)i_7) * (int64_t)1024)) + ((((int64_t)((int)threadIdx.x)) & (int64_t)127) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
     }
   }
 }
