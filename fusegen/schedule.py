@@ -101,6 +101,10 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
                     # 4096, 256 threads × 16 values ran 5–25 % and 512 × 8 1.3–2× slower than 128 × 32, while
                     # 64 × 64 was within 2 %; at 7168, 512 × 14 ran 1.05–1.6× slower than 128 × 56
                     # (docs/bench/tune/*.json, 16384 tokens).
+                    # Wide rows: a block size that leaves room for only one block per SM starves it (MLA q_b,
+                    # 24576 bf16 columns: 1024 threads 0.80 × copy, 768 0.80, both one block per SM; 512 and
+                    # 384 threads with a launch bound of two 0.98 and 0.99; docs/bench/sweep/ab.md).
+                    not fits_two_blocks(per_thread + REGISTERS_BESIDE_ROW, threads),
                     per_thread < MIN_GOOD_ELEMS_PER_THREAD,
                     abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
                     -vector,
@@ -474,6 +478,12 @@ def _stream_by_default(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
 FRAGMENT_SQUEEZE = 1.25
 
 
+def fits_two_blocks(registers: int, threads: int) -> bool:
+    """Whether two blocks of `threads` can be resident on an SM when each thread needs ~`registers`: with
+    room to spare, or under a launch bound of two that ptxas can meet (FRAGMENT_SQUEEZE)."""
+    return 2 * threads <= SM_THREADS and registers <= FRAGMENT_SQUEEZE * (SM_REGISTERS // (2 * threads))
+
+
 def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
     """Registers a fragment thread needs, as ptxas allotted them in the sweep's kernels (within ~10 %): the
     row's fp32 values, the per-column side inputs staged in their own dtype, and indexing beside them."""
@@ -493,11 +503,15 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
     cap = SM_REGISTERS // (2 * schedule.threads)
     if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
         return replace(schedule, blocks_per_sm=1)
-    if need <= FRAGMENT_SQUEEZE * cap:
+    if fits_two_blocks(need, schedule.threads):
         why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
         return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
     unstaged = replace(schedule, prefetch=False)
-    if schedule.prefetch and spec.schedule.prefetch == "auto" and fragment_registers(unstaged, side_inputs) <= FRAGMENT_SQUEEZE * cap:
+    if (
+        schedule.prefetch
+        and spec.schedule.prefetch == "auto"
+        and fits_two_blocks(fragment_registers(unstaged, side_inputs), schedule.threads)
+    ):
         why = (
             f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
             f"registers a thread, room for one block; the launch bound caps them at {cap}"

@@ -157,3 +157,11 @@ def test_rows_with_room_for_several_blocks_get_no_launch_bound():
 def test_a_fragment_blocks_per_sm_hint_is_the_launch_bound(blocks):
     s = planned([LN, rope(128)], "float16", 12288, schedule={"variant": "fragment", "blocks_per_sm": blocks})
     assert s.blocks_per_sm == blocks
+
+
+def test_a_wide_row_takes_a_block_size_that_leaves_room_for_two_blocks():
+    """DeepSeek MLA q_b (24576 bf16 columns): 1024 threads ran 0.80 × copy, one block per SM; 512 threads
+    with a launch bound of two 0.98 (docs/bench/sweep/ab.md)."""
+    p = load_and_plan([ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"])[0]
+    s = p.routes[0].schedule
+    assert (s.threads, s.vector_bytes, s.blocks_per_sm) == (512, 16, 2)
