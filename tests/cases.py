@@ -381,12 +381,6 @@ CASES = {
         "float32",
         outputs={"mean": True, "rstd": True},
     ),
-}
-
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {
     # Short rows, several per block (issue 14): each block row on whole warps of its own; RoPE partners
     # in registers or by a shuffle every lane reaches.
     "head_partial_neox_shuffle": case(
@@ -410,6 +404,10 @@ PENDING_GPU_CASES: dict = {
     ),
 }
 
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them.
+PENDING_GPU_CASES: dict = {}
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
 ROUTED = (
