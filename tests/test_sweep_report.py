@@ -21,7 +21,9 @@ def _run(tmp_path: Path, rows: list[dict]) -> tuple[int, str]:
     shutil.copy(SPEC, specs)
     saved = json.loads(SWEEP_RUN.read_text())
     (run / "bench.json").write_text(json.dumps({**saved, "rows": rows}))
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "sweep_report.py"), str(specs), str(run), "--out", str(out)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sweep_report.py"), str(specs), str(run), "--out", str(out)], capture_output=True, text=True
+    )
     return done.returncode, (out / "sweep.md").read_text()
 
 
