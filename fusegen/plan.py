@@ -108,26 +108,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
             ),
         )
     if schedule.prefetch:
-        scratch += tuple(
-            Scratch(
-                f"{t.param.lower()}_staged",
-                "shared",
-                (schedule.ring_slots, t.shape[1].size) if schedule.variant == "stream" else layout.rows(t.shape[1].size),
-                "float32",
-                f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)",
-            )
-            if t.per_token_row
-            # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
-            else Scratch(
-                f"{t.param.lower()}_staged",
-                "fragment",
-                (layout.padded_hidden,),
-                "float32" if t.offset else t.dtype,
-                f"{t.arg}{f' + {t.offset!r}' if t.offset else ''} in the row's thread layout, loaded with the row",
-            )
-            for t in side_inputs
-            if t.per_token_row or t.per_column
-        )
+        scratch += staged_buffers(schedule, side_inputs, layout)
     scratch = tuple(replace(b, owner="kernel") for b in scratch)
     if not schedule.builds_row:
         (stage,) = stages
@@ -136,7 +117,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
         )
     scratch += tuple(replace(b, owner=_owner(s)) for s in stages for b in s.scratch)
     schedule = with_joint_reduction(spec, schedule, stages)
-    scratch += _reduction_buffers(schedule, stages, layout)
+    scratch += reduction_buffers(schedule, stages, layout)
     if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages):
         first = next(k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged"))
         why = scratch[first].why.replace(
@@ -144,6 +125,31 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
         )
         scratch = scratch[:first] + (replace(scratch[first], why=why, barrier=True),) + scratch[first + 1 :]
     return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
+
+
+def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: Layout) -> tuple[Scratch, ...]:
+    """The buffers a prefetching prologue (or the stream ring) stages the side inputs in: per-token rows in
+    shared memory, per-column inputs in registers in the row's layout."""
+    return tuple(
+        Scratch(
+            f"{t.param.lower()}_staged",
+            "shared",
+            (schedule.ring_slots, t.shape[1].size) if schedule.variant == "stream" else layout.rows(t.shape[1].size),
+            "float32",
+            f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)",
+        )
+        if t.per_token_row
+        # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
+        else Scratch(
+            f"{t.param.lower()}_staged",
+            "fragment",
+            (layout.padded_hidden,),
+            "float32" if t.offset else t.dtype,
+            f"{t.arg}{f' + {t.offset!r}' if t.offset else ''} in the row's thread layout, loaded with the row",
+        )
+        for t in side_inputs
+        if t.per_token_row or t.per_column
+    )
 
 
 def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
@@ -163,7 +169,7 @@ def _owner(stage: Stage) -> str:
     return f"op[{stage.index}] {stage.kind}"
 
 
-def _reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> tuple[Scratch, ...]:
+def reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> tuple[Scratch, ...]:
     """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
     of a joint span."""
