@@ -110,6 +110,9 @@ class KernelFrame:
     prefetch: bool = False  # side inputs were staged by the prologue (staged_column_param, staged_row_param)
     streamed: bool = False  # a persistent block looping over tokens (stream_rows); the row is `token`
     buffers: tuple[Scratch, ...] = ()  # the program's planned buffers (Route.scratch): the only ones allocated
+    # The factory serves routes with and without prefetch and takes it as a parameter: the prologue stages
+    # under `if prefetch:`, and each read picks the staged copy or the input when the program is traced.
+    prefetch_parameter: bool = False
 
     def planned(self, name: str) -> Scratch:
         """The planned buffer `name`; a buffer the plan does not list is an error."""
@@ -337,18 +340,25 @@ class KernelFrame:
 
     def column_param(self, tensor: Tensor, col: str = "j") -> str:
         """A per-column parameter (weight, bias) at row column `col`, zero on columns without a value
-        (padding, outside a norm's range); float32 where it is guarded."""
-        if self.prefetch:
-            return f"{self.staged(tensor.param)}[{col}]"
+        (padding, outside a norm's range), float32 where it is guarded, with its offset (Tensor.offset),
+        which a staged copy already holds."""
         load, valid = self._column_load(tensor, col)
-        return f'T.if_then_else({valid}, T.cast({load}, "float32"), 0.0)' if valid else load
+        direct = f'T.if_then_else({valid}, T.cast({load}, "float32"), 0.0)' if valid else load
+        if tensor.offset:
+            direct = self.float_with_offset(direct, tensor.offset)
+        return self._read(f"{self.staged(tensor.param)}[{col}]", direct)
 
     def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:
         """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
         rows past the last token read nothing."""
-        if self.prefetch:
-            return f"{self.staged(param)}[{f'slot, {col}' if self.streamed else self.at(col)}]"
-        return self._row_load(param, col, i, index)
+        staged = f"{self.staged(param)}[{f'slot, {col}' if self.streamed else self.at(col)}]"
+        return self._read(staged, self._row_load(param, col, i, index))
+
+    def _read(self, staged: str, direct: str) -> str:
+        """A side input's value: its staged copy when prefetched, else read from the input where used."""
+        if self.prefetch_parameter:
+            return f"({staged} if prefetch else {direct})"
+        return staged if self.prefetch else direct
 
     def _row_load(self, param: str, col: str, i: str, index: str | None = None) -> str:
         row = f"{index}[{self.token(i)}]" if index else self.token(i)

@@ -128,14 +128,8 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
 SUMSQ = ("sumsq", "sum", "rstd")
 
 
-def _weight(stage: Stage, frame: KernelFrame) -> str:
-    """weight_offset + w in float32; a prefetched weight was staged with the offset added (Tensor.offset)."""
-    weight, offset = frame.column_param(stage.inputs[0]), stage.params["weight_offset"]
-    return frame.float_with_offset(weight, offset) if offset and not frame.prefetch else weight
-
-
 def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
-    weight = f" * {_weight(stage, frame)}" if stage.params["weight"] else ""
+    weight = f" * {frame.column_param(stage.inputs[0])}" if stage.params["weight"] else ""
     return f"{value} * rstd[{Extent.read(stage.params).at_column(frame)}]{weight}"
 
 
@@ -176,7 +170,7 @@ def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
     lines = [*_sumsq_terms(stage, frame), *frame.row_partials("sumsq_terms", "sum", "sumsq")]
     if stage.params["weight"]:
         at = frame.at("j")
-        lines += [frame.loop(("j", frame.columns)), f"    row[{at}] = row[{at}] * {_weight(stage, frame)}"]
+        lines += [frame.loop(("j", frame.columns)), f"    row[{at}] = row[{at}] * {frame.column_param(stage.inputs[0])}"]
     return lines
 
 
