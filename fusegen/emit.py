@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .codegen import (
     DERIVED_EXTENTS,
@@ -32,7 +33,7 @@ from .model import (
     tokens_per_tma_unit,
 )
 from .ops import REGISTRY
-from .plan import plan_as_dict, staged_inputs
+from .plan import plan_as_dict, reduction_buffers, staged_buffers, staged_inputs
 from .schedule import joint_span
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
@@ -47,7 +48,12 @@ FACTORY_PARAMETERS = {
     "block_m": lambda s: s.block_m,
     "columns": lambda s: s.padded_hidden,
     "blocks_per_sm": lambda s: s.blocks_per_sm,
+    "prefetch": lambda s: s.prefetch,
+    "joint_reduction": lambda s: s.joint_reduction,
 }
+# The schedule's switches a factory takes as bool parameters where the routes it serves differ in them;
+# TileLang runs the program's Python when it traces it, so an `if` on one picks its code before any IR.
+FLAGS = ("prefetch", "joint_reduction")
 
 
 def header(plan: Plan, comment: str = "#") -> str:
@@ -87,11 +93,12 @@ def _tokens_symbol(plan: Plan) -> str:
     return str(plan.tokens) if plan.tokens else "m"
 
 
-def kernel_body(plan: Plan, route: Route) -> list[str]:
-    """Lines inside `with T.Kernel(...) as block:`."""
+def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> list[str]:
+    """Lines inside `with T.Kernel(...) as block:`. `prefetch_parameter`: the factory takes `prefetch`
+    (KernelFrame.prefetch_parameter); the route is then the prefetched one."""
     schedule = route.schedule
     streamed = schedule.variant == "stream"
-    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch)
+    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch, prefetch_parameter)
     if not schedule.builds_row:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
@@ -106,7 +113,10 @@ def kernel_body(plan: Plan, route: Route) -> list[str]:
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
         # one reduces and stores (schedule.with_fragment_residency).
         lines.insert(0, f"T.annotate_min_blocks_per_sm({schedule.blocks_per_sm})")
-    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *frame.stage_inputs(side_inputs), *_chain(plan, route, frame)]
+    prologue = frame.stage_inputs(side_inputs)
+    if prefetch_parameter:
+        prologue = ["if prefetch:", *indent(prologue, 4)]
+    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *prologue, *_chain(plan, route, frame)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
@@ -127,8 +137,8 @@ def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
     return [_section(stage), *REGISTRY[stage.kind].emit_kernel(stage, frame)]
 
 
-def _section(stage: Stage, note: str = "") -> str:
-    return f"# --- op[{stage.index}] {escaped(stage.summary)}{note} ---"
+def _section(stage: Stage) -> str:
+    return f"# --- op[{stage.index}] {escaped(stage.summary)} ---"
 
 
 def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
@@ -145,7 +155,12 @@ def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     assert plan.y_before in (None, closing), "only the closing stage, which does not transform the row, follows Y"
     row_scale = head.partial[2]
     lines = [line for stage in route.stages[:opening] for line in _stage(stage, frame)]
-    lines += [_section(first, f", its factor applied after op[{last.index}]'s amax"), *head.emit_partial(first, frame)]
+    lines += [
+        _section(first),
+        # Its own line, not the section's: a factory taking joint_reduction shares the section line.
+        f"# With the joint reduction its factor is applied after op[{last.index}]'s amax, one exchange for both.",
+        *head.emit_partial(first, frame),
+    ]
     for stage in route.stages[opening + 1 : closing]:
         lines += _stage(stage, frame)
     return [
@@ -214,21 +229,27 @@ def _index_bounds(tensors: tuple[Tensor, ...]) -> dict[str, int]:
     return {t.index: t.shape[0].size for t in tensors if t.index is not None}
 
 
-def structure_summary(route: Route) -> str:
-    """What a program factory's body is written for; the numbers it takes as parameters are left out."""
+def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
+    """What a program factory's body is written for; the numbers it takes as parameters are left out, and
+    a switch it takes (FLAGS) is named as one."""
     s = route.schedule
     return ", ".join(
         [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
         + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
-        + (["side inputs prefetched"] if s.prefetch else [])
-        + (["joint reduction"] if s.joint_reduction else [])
+        + _switch("prefetch", s.prefetch, parameters, "side inputs prefetched")
+        + _switch("joint_reduction", s.joint_reduction, parameters, "joint reduction")
     )
 
 
-def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The lines of a program factory after its docstring, and the parameters they use (FACTORY_PARAMETERS).
-    Routes whose lines are the same text share the factory."""
+def _switch(flag: str, on: bool, parameters: tuple[str, ...], words: str) -> list[str]:
+    if flag in parameters:
+        return [f"{words} where `{flag}`"]
+    return [words] if on else []
+
+
+def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> tuple[str, ...]:
+    """The lines of a program factory after its docstring (kernel_body's `prefetch_parameter`)."""
     s = route.schedule
     signature = [f"{t.param}: {_parameter(t, plan)}," for t in (*plan.inputs, *plan.outputs)]
     kernel = [
@@ -237,7 +258,7 @@ def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str,
         *indent(signature, 4),
         "):",
         f"    with T.Kernel({_grid(plan, s)}, threads=threads) as block:",
-        *indent(kernel_body(plan, route), 8),
+        *indent(kernel_body(plan, route, prefetch_parameter), 8),
     ]
     code = _code(kernel)
     frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
@@ -248,7 +269,7 @@ def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str,
     for name, value in reversed(DERIVED_EXTENTS.items()):
         if _uses(_code([*kernel, *(line for f in functions for line in f), *derived]), name):
             derived.insert(0, f"{name} = {value.format(columns=frame.columns, row_threads=row_threads)}")
-    lines = [
+    return (
         'm = T.dynamic("m")' if not plan.tokens else f"# token count pinned to {plan.tokens} by the spec",
         *derived,
         *(
@@ -262,9 +283,13 @@ def _factory_body(plan: Plan, route: Route) -> tuple[tuple[str, ...], tuple[str,
         "",
         # The kernel's name is data (CUDA calls the kernel NAME_kernel), never a name bound in this scope.
         f'return {PRIM_FUNC}.with_attr("global_symbol", NAME)',
-    ]
-    everything = _code(lines)
-    return tuple(lines), tuple(name for name in FACTORY_PARAMETERS if _uses(everything, name))
+    )
+
+
+def _parameters(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The factory parameters (FACTORY_PARAMETERS) a body uses, in their order."""
+    code = _code(list(lines))
+    return tuple(name for name in FACTORY_PARAMETERS if _uses(code, name))
 
 
 def _code(lines: list[str]) -> str:
@@ -276,12 +301,37 @@ def _uses(code: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", code) is not None
 
 
-def _factory_name(route: Route, single: bool) -> str:
+def _with_switches(plan: Plan, route: Route, prefetch: bool, joint_reduction: bool) -> Route:
+    """The route with these switches, its buffers joined by those the planner plans for them
+    (plan.staged_buffers, plan.reduction_buffers): what a factory serving both values of a switch writes."""
+    schedule = replace(route.schedule, prefetch=prefetch, joint_reduction=joint_reduction)
+    layout = schedule.layout(plan.hidden)
+    staged = staged_buffers(schedule, staged_inputs(route.stages), layout) if prefetch else ()
+    return replace(route, schedule=schedule, scratch=route.scratch + staged + reduction_buffers(schedule, route.stages, layout))
+
+
+def _takes_prefetch(route: Route) -> bool:
+    """Whether a factory can take prefetch as a parameter for this route: a fragment program with side
+    inputs to stage. A stream ring's copies are written for one value (the tuner measures the stream
+    variant prefetched only), naive and split-K stage nothing."""
+    return route.schedule.variant == "fragment" and bool(staged_inputs(route.stages))
+
+
+def _shared_body(plan: Plan, route: Route) -> tuple[str, ...]:
+    """The route's factory body with its switches set aside (prefetch a parameter where it can be one, no
+    joint reduction): routes with the same one share a factory."""
+    takes = _takes_prefetch(route)
+    return _factory_body(plan, _with_switches(plan, route, takes or route.schedule.prefetch, False), takes)
+
+
+def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> str:
     if single:
         return "fused_program"
     s = route.schedule
-    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["prefetched"] if s.prefetch else [])
-    return "_".join(features + (["joint"] if s.joint_reduction else []) + ["program"])
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else [])
+    features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
+    features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []
+    return "_".join(features + ["program"])
 
 
 @dataclass(frozen=True)
@@ -293,30 +343,129 @@ class _Factory:
 
 
 def _factories(plan: Plan) -> list[_Factory]:
-    """Per program, its factory: one per distinct body, named after what its body is written for (the
-    variant, block_m rows, prefetch, joint reduction), or fused_program where the kernel has one."""
-    bodies = [_factory_body(plan, served[0]) for served in plan.programs]
-    first = {}  # body -> (its parameters, the first route with it)
-    for (lines, parameters), served in zip(bodies, plan.programs):
-        first.setdefault(lines, (parameters, served[0]))
+    """Per program, its factory, named after what its body is written for (the variant, block_m rows, a
+    switch every route it serves has on), or fused_program where the kernel has one. Routes share a
+    factory where their bodies differ only in numbers (FACTORY_PARAMETERS) and in the switches (FLAGS),
+    which it then takes as bool parameters: prefetch as the source each read picks
+    (KernelFrame.prefetch_parameter), the joint reduction as `if` blocks around the lines it changes
+    (_merged). A variant (fragment, stream, naive, splitk), one row or block_m rows per block, split-K's
+    chunks and a stream ring's depth each need a body of their own, and so does prefetch in a stream."""
+    routes = [served[0] for served in plan.programs]
+    keys = [_shared_body(plan, route) for route in routes]
+    groups: dict[tuple[str, ...], list[Route]] = {}
+    for key, route in zip(keys, routes):
+        groups.setdefault(key, []).append(route)
     factories, bases = {}, []
-    for lines, (parameters, route) in first.items():
-        base = _factory_name(route, len(first) == 1)
+    for key, members in groups.items():
+        lines = _group_body(plan, members)
+        parameters = _parameters(lines)
+        base = _factory_name(members[0], parameters, len(groups) == 1)
         name = base if base not in bases else f"{base}_{bases.count(base) + 1}"
         bases.append(base)
-        factories[lines] = _Factory(name, parameters, lines, route)
-    return [factories[lines] for lines, _ in bodies]
+        factories[key] = _Factory(name, parameters, lines, members[0])
+    return [factories[key] for key in keys]
+
+
+def _group_body(plan: Plan, routes: list[Route]) -> tuple[str, ...]:
+    """The body of the factory serving `routes` (one shared body, _shared_body): prefetch a parameter
+    where they differ in it, and the joint reduction's lines under `if joint_reduction:` where they differ
+    in that."""
+    prefetch_parameter = len({r.schedule.prefetch for r in routes}) > 1
+    bodies = {}  # joint_reduction -> the body
+    for route in routes:
+        if prefetch_parameter:
+            route = _with_switches(plan, route, True, route.schedule.joint_reduction)
+        body = _factory_body(plan, route, prefetch_parameter)
+        joint = route.schedule.joint_reduction
+        assert bodies.setdefault(joint, body) == body, "routes of one shared body differ in more than numbers and switches"
+    if len(bodies) == 1:
+        (body,) = bodies.values()
+        return body
+    return _merged(bodies[False], bodies[True], "joint_reduction")
+
+
+def _merged(off: tuple[str, ...], on: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    """One body from a factory's bodies with `flag` off and on: the lines they share once, each run of lines
+    where they differ under `if flag:` (and `else:`). A run is widened over shared lines until it is whole
+    statements on both sides (difflib's runs may end inside a block), and runs that then touch are joined."""
+    matcher = difflib.SequenceMatcher(None, off, on, autojunk=False)
+    runs: list[tuple[int, int, int, int]] = []
+    for tag, *run in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        while True:
+            if runs and run[0] <= runs[-1][1]:
+                previous = runs.pop()
+                run = [previous[0], max(previous[1], run[1]), previous[2], max(previous[3], run[3])]
+            step = _widening(off, on, run)
+            if not step:
+                break
+            run = [run[0] - (step < 0), run[1] + (step > 0), run[2] - (step < 0), run[3] + (step > 0)]
+        runs.append(tuple(run))
+    lines, shared_from = [], 0
+    for i1, i2, j1, j2 in runs:
+        lines += off[shared_from:i1]
+        lines += _branch(flag, off[i1:i2], on[j1:j2])
+        shared_from = i2
+    return tuple(lines + list(off[shared_from:]))
+
+
+_CONTINUATIONS = ("else:", "elif ")
+
+
+def _depth(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _widening(off: tuple[str, ...], on: tuple[str, ...], run) -> int:
+    """-1 where the run must take the shared line before it to be whole statements on both sides (it starts
+    inside a block it leaves, or at a continuation), 1 where it must take the line after (it opens a block
+    its sides share, or an `else` follows), 0 where it is whole."""
+    i1, i2, j1, j2 = run
+    sides = ((off, i1, i2), (on, j1, j2))
+    written = [line for lines, start, end in sides for line in lines[start:end] if line.strip()]
+    if not written:
+        return 0
+    firsts = [next((line for line in lines[start:end] if line.strip()), None) for lines, start, end in sides]
+    firsts = [line for line in firsts if line is not None]
+    level = _depth(firsts[0])
+    if any(_depth(f) != level or f.lstrip().startswith(_CONTINUATIONS) for f in firsts) or min(map(_depth, written)) < level:
+        return -1
+    for lines, _, end in sides:
+        after = next((line for line in lines[end:] if line.strip()), "")
+        if _depth(after) > level or (_depth(after) == level and after.lstrip().startswith(_CONTINUATIONS)):
+            return 1
+    return 0
+
+
+def _branch(flag: str, off: tuple[str, ...], on: tuple[str, ...]) -> list[str]:
+    """One run of _merged: each side with code under its branch; a side of comments only is written before
+    the branches, for any value (an `if` whose body is comments is not Python)."""
+    has_code = [any(line.strip() and not line.lstrip().startswith("#") for line in side) for side in (off, on)]
+    lines = [line for side, code in zip((off, on), has_code) if not code for line in side]
+    pad = " " * _depth(next(line for line in off + on if line.strip()))
+    if has_code[1]:
+        lines += [f"{pad}if {flag}:", *indent(list(on), 4)]
+        if has_code[0]:
+            lines += [f"{pad}else:", *indent(list(off), 4)]
+    elif has_code[0]:
+        lines += [f"{pad}if not {flag}:", *indent(list(off), 4)]
+    return lines
+
+
+def _annotation(parameter: str) -> str:
+    return "bool" if parameter in FLAGS else "int"
 
 
 def _programs(plan: Plan) -> list[str]:
     """Each factory, then program_<k>() per program: its route's decisions and a call of its factory with
-    that route's numbers."""
+    that route's numbers and switches."""
     calls = _factories(plan)
     out = []
     for factory in {f.name: f for f in calls}.values():
-        doc = f"The TileLang program (a T.prim_func) of a {structure_summary(factory.route)}, before compilation."
+        doc = f"The TileLang program (a T.prim_func) of a {structure_summary(factory.route, factory.parameters)}, before compilation."
         out += [
-            f"def {factory.name}({', '.join(f'{p}: int' for p in factory.parameters)}):",
+            f"def {factory.name}({', '.join(f'{p}: {_annotation(p)}' for p in factory.parameters)}):",
             "    " + one_line_docstring(doc),
             *indent(list(factory.lines), 4),
             "",

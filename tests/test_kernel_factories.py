@@ -1,19 +1,24 @@
-"""kernel.py reads like a hand-written kernel: one factory per distinct program body, written once with the
-schedule's numbers as its parameters, which each token range's program calls; the row layouts are named
-functions, not lambdas. tests/test_cuda_identity.py holds the CUDA TileLang produces from them to what
-it produced before."""
+"""kernel.py reads like a hand-written kernel: one factory per program body, written once with the
+schedule's numbers and switches (prefetch, the joint reduction) as its parameters, which each token
+range's program calls; the row layouts are named functions, not lambdas. tests/test_cuda_identity.py
+holds the CUDA TileLang produces from them to what it produced before."""
 
 from __future__ import annotations
 
 import ast
+import copy
+import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from cases import EXAMPLE_KERNELS, spec_for
+import pytest
+from cases import EXAMPLE_KERNELS, ROUTED, ROUTED_CASES, spec_for
 
-from fusegen.emit import kernel_module
+from fusegen.emit import _merged, kernel_module
 from fusegen.plan import plan
-from fusegen.spec import KernelSpec
+from fusegen.spec import KernelSpec, load_spec
+from fusegen.tuning import TunedRoute, Tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,3 +129,147 @@ def test_one_row_programs_are_written_in_1d_forms():
     spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2, "threads": 128}}
     source = kernel_module(plan(KernelSpec.model_validate(spec), "head_norm_padded_block_m", ()))
     assert "row = T.alloc_fragment((block_m, columns), 'float32')" in ast.unparse(_functions(source)["fused_program"])
+
+
+def test_routes_of_one_variant_share_one_factory():
+    """Every committed example whose routes share a variant and a row count per block has one factory,
+    called with each route's numbers and switches: rms_norm and rms_norm_rope_quant_fused switch prefetch
+    at their token boundary, rms_norm_rope_quant_fp8_only the joint reduction."""
+    switching = {"rms_norm": "prefetch", "rms_norm_rope_quant_fused": "prefetch", "rms_norm_rope_quant_fp8_only": "joint_reduction"}
+    for kernel in EXAMPLE_KERNELS:
+        routes = json.loads((ROOT / "generated" / kernel / "plan.json").read_text())["routes"]
+        assert len({(r["schedule"]["variant"], r["schedule"]["block_m"] > 1) for r in routes}) == 1, kernel
+        calls = _factory_calls(_kernel_source(kernel))
+        assert {factory for factory, _ in calls.values()} == {"fused_program"}, kernel
+        if kernel in switching:
+            assert {arguments[switching[kernel]] for _, arguments in calls.values()} == {False, True}, kernel
+
+
+class _Switched(ast.NodeTransformer):
+    """A factory with its switches set: each `if` on one and each `a if switch else b` replaced by the
+    side the value picks, as TileLang picks it when it runs the factory's Python."""
+
+    def __init__(self, switches: dict[str, bool]):
+        self.switches = switches
+
+    def _value(self, test: ast.expr) -> bool | None:
+        if isinstance(test, ast.Name) and test.id in self.switches:
+            return self.switches[test.id]
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            value = self._value(test.operand)
+            return None if value is None else not value
+        return None
+
+    def visit_If(self, node):
+        value = self._value(node.test)
+        if value is None:
+            return self.generic_visit(node)
+        return [self.visit(statement) for statement in (node.body if value else node.orelse)]
+
+    def visit_IfExp(self, node):
+        value = self._value(node.test)
+        return self.generic_visit(node) if value is None else self.visit(node.body if value else node.orelse)
+
+
+def _factory_code(function: ast.FunctionDef, switches: dict[str, bool] | None = None) -> str:
+    """A factory's statements after its docstring, its switches set."""
+    body = ast.Module(body=copy.deepcopy(function.body[1:]), type_ignores=[])  # the transformer edits in place
+    return ast.unparse(ast.fix_missing_locations(_Switched(switches or {}).visit(body)))
+
+
+def _each_program_is_its_own_factory(spec: dict, tuned: tuple) -> list[str]:
+    """Each program's shared factory with the program's switches set, against the factory a kernel of that
+    program's tuned route alone gets: the names of the programs where they differ."""
+    planned = plan(KernelSpec.model_validate(spec), spec["name"], tuned)
+    source = kernel_module(planned)
+    functions, calls = _functions(source), _factory_calls(source)
+    differing = []
+    for index, served in enumerate(planned.programs):
+        factory, arguments = calls[f"program_{index}"]
+        switches = {k: v for k, v in arguments.items() if isinstance(v, bool)}
+        (route,) = (r for r in tuned if r.first_tokens == served[0].first_tokens)
+        alone = plan(KernelSpec.model_validate(spec), spec["name"], (replace(route, first_tokens=1, last_tokens=None),))
+        if _factory_code(functions[factory], switches) != _factory_code(_functions(kernel_module(alone))["fused_program"]):
+            differing.append(f"program_{index}")
+    return differing
+
+
+SWITCHED = tuple(
+    TunedRoute(first, last, {"variant": "fragment", "threads": threads, "block_m": 1, "blk_k": "auto", **switches}, "test")
+    for first, last, threads, switches in (
+        (1, 64, 256, {"prefetch": False, "joint_reduction": False}),
+        (65, 1024, 256, {"prefetch": True, "joint_reduction": False}),
+        (1025, 4096, 128, {"prefetch": False, "joint_reduction": True}),
+        (4097, None, 128, {"prefetch": True, "joint_reduction": True}),
+    )
+)
+
+
+def test_a_factory_taking_both_switches_is_each_routes_own_program():
+    """A quant chain routed through every pair of switch values gets one factory taking both; with a
+    program's switches set it is, statement for statement, the factory of that route alone."""
+    spec = {**spec_for("quant_g128_bf16_7168"), "hidden": 4096, "op": [{"kind": "rmsnorm"}, {"kind": "quant_fp8", "group_size": "token"}]}
+    source = kernel_module(plan(KernelSpec.model_validate(spec), "switched", SWITCHED))
+    assert list(_factory_calls(source).values()) == [
+        ("fused_program", {"threads": threads, "vector": 8, "prefetch": prefetch, "joint_reduction": joint})
+        for threads, prefetch, joint in ((256, False, False), (256, True, False), (128, False, True), (128, True, True))
+    ]
+    assert _each_program_is_its_own_factory(spec, SWITCHED) == []
+
+
+@pytest.mark.parametrize("kernel", EXAMPLE_KERNELS)
+def test_each_example_program_is_its_own_factory_with_its_switches_set(kernel):
+    spec, _ = load_spec(ROOT / "specs" / f"{kernel}.toml")
+    tuned = Tuning.load(ROOT / "tuning.json").routes(spec)
+    assert _each_program_is_its_own_factory(spec.model_dump(mode="json"), tuned) == []
+
+
+@pytest.mark.parametrize("case", ROUTED_CASES)
+def test_routes_of_two_row_counts_keep_a_factory_each(case):
+    """The routed cases run one row per block, then two rows prefetched: bodies of their own forms
+    (1-D against a row axis), one factory each, neither taking prefetch."""
+    source = kernel_module(plan(KernelSpec.model_validate(spec_for(case)), case, ROUTED))
+    calls = _factory_calls(source)
+    assert [calls[p][0] for p in sorted(calls)] == ["fragment_program", "fragment_block_m_prefetched_program"], case
+    assert not any("prefetch" in arguments for _, arguments in calls.values()), case
+    assert _each_program_is_its_own_factory(spec_for(case), ROUTED) == []
+
+
+def test_a_merged_run_is_whole_statements():
+    """difflib's runs of differing lines may open a block the sides share the body of, or end before an
+    `else`: a run is widened over the shared lines until both sides are whole statements, and a side of
+    comments only is written for both values (an `if` around comments alone is not Python)."""
+    off = ("for t in T.Parallel(4):", "    if t == 0:", "        a[t] = 1", "    else:", "        a[t] = 2", "b = a[0]")
+    on = (
+        "# c: a[0] doubled",
+        "for t in T.Parallel(4):",
+        "    if t < 2:",
+        "        a[t] = 1",
+        "    else:",
+        "        a[t] = 2",
+        "b = a[0]",
+        "c = b * 2",
+    )
+    merged = "\n".join(_merged(off, on, "flag"))
+    assert merged == "\n".join(
+        (
+            "# c: a[0] doubled",
+            "for t in T.Parallel(4):",
+            "    if flag:",
+            "        if t < 2:",
+            "            a[t] = 1",
+            "        else:",
+            "            a[t] = 2",
+            "    else:",
+            "        if t == 0:",
+            "            a[t] = 1",
+            "        else:",
+            "            a[t] = 2",
+            "b = a[0]",
+            "if flag:",
+            "    c = b * 2",
+        )
+    ), merged
+    for value, side in ((False, off), (True, on)):
+        switched = _Switched({"flag": value}).visit(ast.parse(merged))
+        assert ast.unparse(switched) == ast.unparse(ast.parse("\n".join(side))), value

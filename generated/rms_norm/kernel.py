@@ -27,8 +27,8 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
 Outputs = output_tuple(OUTPUTS)
 
 
-def fragment_program(threads: int, vector: int):
-    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, before compilation."""
+def fused_program(threads: int, vector: int, prefetch: bool):
+    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched where `prefetch`, before compilation."""
     m = T.dynamic("m")
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
@@ -51,6 +51,11 @@ def fragment_program(threads: int, vector: int):
             row = T.alloc_fragment((HIDDEN,), "float32")
             T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
+            if prefetch:
+                weight_staged = T.alloc_fragment((HIDDEN,), "float16")
+                T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+                for j in T.Parallel(HIDDEN):
+                    weight_staged[j] = Weight[j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
@@ -71,61 +76,7 @@ def fragment_program(threads: int, vector: int):
                 rstd[0] = rstd[0] + sumsq_warps[0, w]
             rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
             for j in T.Parallel(HIDDEN):
-                row[j] = row[j] * rstd[0] * Weight[j]
-            T.copy(row, Y[block, 0])
-
-    return fused.with_attr("global_symbol", NAME)
-
-
-def fragment_prefetched_program(threads: int, vector: int):
-    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched, before compilation."""
-    m = T.dynamic("m")
-    chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
-    warps = threads // 32
-
-    def row_thread(j):
-        """The thread holding column j of the row: vectors go to the threads in turn."""
-        return j // vector % threads
-
-    def row_index(j):
-        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return j // (vector * threads) * vector + j % vector
-
-    @T.prim_func
-    def fused(
-        X: T.Tensor((m, HIDDEN), "float16"),
-        Weight: T.Tensor((HIDDEN,), "float16"),
-        Y: T.Tensor((m, HIDDEN), "float16"),
-    ):
-        with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((HIDDEN,), "float32")
-            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
-            T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
-            for j in T.Parallel(HIDDEN):
-                weight_staged[j] = Weight[j]
-            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
-            rstd = T.alloc_fragment((1,), "float32")
-            for j in T.Parallel(HIDDEN):
-                sumsq_terms[j] = row[j] * row[j]
-            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((threads,), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
-            for t in T.Parallel(threads):
-                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
-            sumsq_warps = T.alloc_shared((1, warps), "float32")
-            for t in T.Parallel(threads):
-                if t % 32 == 0:
-                    sumsq_warps[0, t // 32] = sumsq_thread[t]
-            rstd[0] = sumsq_warps[0, 0]
-            for w in T.serial(1, warps):
-                rstd[0] = rstd[0] + sumsq_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
-            for j in T.Parallel(HIDDEN):
-                row[j] = row[j] * rstd[0] * weight_staged[j]
+                row[j] = row[j] * rstd[0] * (weight_staged[j] if prefetch else Weight[j])
             T.copy(row, Y[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
@@ -137,7 +88,7 @@ def program_0():
     - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
     - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
     """
-    return fragment_program(threads=128, vector=8)
+    return fused_program(threads=128, vector=8, prefetch=False)
 
 
 def program_1():
@@ -147,7 +98,7 @@ def program_1():
     - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
     - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
     """
-    return fragment_prefetched_program(threads=128, vector=8)
+    return fused_program(threads=128, vector=8, prefetch=True)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.

@@ -38,8 +38,8 @@ OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)), TensorSpec("q", torch.fl
 Outputs = output_tuple(OUTPUTS)
 
 
-def fragment_prefetched_program(threads: int, vector: int):
-    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched, before compilation."""
+def fused_program(threads: int, vector: int, prefetch: bool):
+    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, side inputs prefetched where `prefetch`, before compilation."""
     m = T.dynamic("m")
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
@@ -66,16 +66,17 @@ def fragment_prefetched_program(threads: int, vector: int):
             row = T.alloc_fragment((HIDDEN,), "float32")
             T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             T.copy(X[block, 0], row)
-            weight_staged = T.alloc_fragment((HIDDEN,), "float16")
-            T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
-            for j in T.Parallel(HIDDEN):
-                weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
-            for j in T.Parallel(ROPE_HALF):
-                cos_staged[j] = Cos[block, j]
-            sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
-            for j in T.Parallel(ROPE_HALF):
-                sin_staged[j] = Sin[block, j]
+            if prefetch:
+                weight_staged = T.alloc_fragment((HIDDEN,), "float16")
+                T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+                for j in T.Parallel(HIDDEN):
+                    weight_staged[j] = Weight[j]
+                cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
+                for j in T.Parallel(ROPE_HALF):
+                    cos_staged[j] = Cos[block, j]
+                sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
+                for j in T.Parallel(ROPE_HALF):
+                    sin_staged[j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")
@@ -96,98 +97,13 @@ def fragment_prefetched_program(threads: int, vector: int):
                 rstd[0] = rstd[0] + sumsq_warps[0, w]
             rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
             for j in T.Parallel(HIDDEN):
-                row[j] = row[j] * rstd[0] * weight_staged[j]
+                row[j] = row[j] * rstd[0] * (weight_staged[j] if prefetch else Weight[j])
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
             # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
             for i, j in T.Parallel(1, ROPE_DIM):
-                row[ROPE_START + j] = row[ROPE_START + j] * cos_staged[j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[j % ROPE_HALF]
-            T.copy(row, Y[block, 0])
-            # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
-            group_scale = T.alloc_fragment((1,), "float32")
-            inverse_scale = T.alloc_fragment((1,), "float32")
-            quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
-            row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
-            row_amax_thread = T.alloc_fragment((threads,), "float32")
-            T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
-            T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
-            for t in T.Parallel(threads):
-                row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
-            row_amax_warps = T.alloc_shared((1, warps), "float32")
-            for t in T.Parallel(threads):
-                if t % 32 == 0:
-                    row_amax_warps[0, t // 32] = row_amax_thread[t]
-            group_scale[0] = row_amax_warps[0, 0]
-            for w in T.serial(1, warps):
-                group_scale[0] = T.max(group_scale[0], row_amax_warps[0, w])
-            group_scale[0] = T.max(group_scale[0], AMAX_FLOOR) / FP8_MAX
-            inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
-            for j in T.Parallel(HIDDEN):
-                quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
-            T.copy(quantized, Q[block, 0])
-            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
-            for i in T.Parallel(1):
-                Scale[block, 0] = group_scale[i]
-
-    return fused.with_attr("global_symbol", NAME)
-
-
-def fragment_program(threads: int, vector: int):
-    """The TileLang program (a T.prim_func) of a fragment schedule, one row per block, before compilation."""
-    m = T.dynamic("m")
-    chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
-    warps = threads // 32
-
-    def row_thread(j):
-        """The thread holding column j of the row: vectors go to the threads in turn."""
-        return j // vector % threads
-
-    def row_index(j):
-        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
-        return j // (vector * threads) * vector + j % vector
-
-    @T.prim_func
-    def fused(
-        X: T.Tensor((m, HIDDEN), "float16"),
-        Weight: T.Tensor((HIDDEN,), "float16"),
-        Cos: T.Tensor((m, ROPE_HALF), "float32"),
-        Sin: T.Tensor((m, ROPE_HALF), "float32"),
-        Y: T.Tensor((m, HIDDEN), "float16"),
-        Q: T.Tensor((m, HIDDEN), "float8_e4m3fn"),
-        Scale: T.Tensor((m, 1), "float32"),
-    ):
-        with T.Kernel(m, threads=threads) as block:
-            row = T.alloc_fragment((HIDDEN,), "float32")
-            T.annotate_layout({row: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
-            T.copy(X[block, 0], row)
-            # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
-            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
-            rstd = T.alloc_fragment((1,), "float32")
-            for j in T.Parallel(HIDDEN):
-                sumsq_terms[j] = row[j] * row[j]
-            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
-            sumsq_thread = T.alloc_fragment((threads,), "float32")
-            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
-            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
-            for t in T.Parallel(threads):
-                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
-            sumsq_warps = T.alloc_shared((1, warps), "float32")
-            for t in T.Parallel(threads):
-                if t % 32 == 0:
-                    sumsq_warps[0, t // 32] = sumsq_thread[t]
-            rstd[0] = sumsq_warps[0, 0]
-            for w in T.serial(1, warps):
-                rstd[0] = rstd[0] + sumsq_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
-            for j in T.Parallel(HIDDEN):
-                row[j] = row[j] * rstd[0] * Weight[j]
-            # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
-            # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
-            # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
-            for i, j in T.Parallel(1, ROPE_DIM):
-                row[ROPE_START + j] = row[ROPE_START + j] * Cos[block, j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * Sin[block, j % ROPE_HALF]
+                row[ROPE_START + j] = row[ROPE_START + j] * (cos_staged[j % ROPE_HALF] if prefetch else Cos[block, j % ROPE_HALF]) + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * (sin_staged[j % ROPE_HALF] if prefetch else Sin[block, j % ROPE_HALF])
             T.copy(row, Y[block, 0])
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
             group_scale = T.alloc_fragment((1,), "float32")
@@ -225,7 +141,7 @@ def program_0():
     - 256 threads × 8-element vectors (16 B) cover the row in 2 vector(s) per thread (16 fp32 values), as the threads hint asks
     - side inputs are loaded next to the row, before the first reduction: per-column ones into registers in the row's layout, per-token ones into shared memory, so their latency overlaps the row load
     """
-    return fragment_prefetched_program(threads=256, vector=8)
+    return fused_program(threads=256, vector=8, prefetch=True)
 
 
 def program_1():
@@ -234,7 +150,7 @@ def program_1():
     - the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)
     - 128 threads × 8-element vectors (16 B) cover the row in 4 vector(s) per thread (32 fp32 values), as the threads hint asks
     """
-    return fragment_program(threads=128, vector=8)
+    return fused_program(threads=128, vector=8, prefetch=False)
 
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
