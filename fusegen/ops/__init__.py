@@ -338,4 +338,4 @@ def joint_chain() -> str:
     return f"{' | '.join(opens)} → [{' | '.join(between)}] → {' | '.join(closes)}"
 
 
-from . import add_residual, layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)
+from . import add_residual, layernorm, quant_fp8, rescale, rmsnorm, rope  # noqa: E402,F401  (each registers itself)
