@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError, create_model
 from .errors import ChainError, SpecError, shown
 from .locate import line_of
 from .model import Layout
-from .ops import REGISTRY, ChainContext, added_key, chain_order, described, joint_chain, output_flags
+from .ops import REGISTRY, ChainContext, added_key, chain_order, described, joint_chain, misplaced, output_flags
 from .strict import Strict
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -195,16 +195,12 @@ def check_chain(spec: KernelSpec) -> None:
     check_name(spec.name)
     if spec.head_dim is not None and (spec.head_dim % HEAD_DIM_MULTIPLE or spec.hidden % spec.head_dim):
         raise ChainError("head_dim", f"must be {HEAD_DIM_RULE} = {spec.hidden}, got {spec.head_dim}")
-    seen = -1
-    for index, op in enumerate(spec.op):
-        order = REGISTRY[op.kind].place.order
-        if order <= seen:
-            previous = next(o.kind for o in spec.op[:index] if REGISTRY[o.kind].place.order >= order)
-            raise ChainError(
-                f"op[{index}].kind",
-                f"'{op.kind}' cannot follow '{previous}': ops run in the order {chain_order()}, each at most once",
-            )
-        seen = order
+    if wrong := misplaced([op.kind for op in spec.op]):
+        index, previous = wrong
+        raise ChainError(
+            f"op[{index}].kind",
+            f"'{spec.op[index].kind}' cannot follow '{previous}': ops run in the order {chain_order()}, each at most once",
+        )
     context = chain_context(spec)
     for index, op in enumerate(spec.op):
         for key, message in REGISTRY[op.kind].check(op, context):

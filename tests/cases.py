@@ -19,6 +19,10 @@ def quant(group="token", **kw):
     return {"kind": "quant_fp8", "group_size": group, **kw}
 
 
+def rescale(factor=1.0, **kw):
+    return {"kind": "rescale", "factor": factor, **kw}
+
+
 def case(purpose, ops, dtype="bfloat16", hidden=4096, outputs=None, schedule=None, tokens=None, head_dim=None):
     spec = {"dtype": dtype, "hidden": hidden, "op": ops, "tokens": tokens}
     if head_dim:
@@ -407,7 +411,33 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # A rescale after the norm, before or after RoPE (softmax scale, √hidden, LayerScale).
+    "rescale_rms_quant_token": case(
+        "RMSNorm → rescale by √hidden → per-token e4m3: the factor a constant of the kernel", [RMS, rescale(64.0), quant()]
+    ),
+    "rescale_qk_head_rope": case(
+        "QK-norm per head → RoPE → the softmax scale 1/√head_dim folded into q (Qwen3's q at 32 heads of 128)",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128), rescale(128**-0.5)],
+        head_dim=128,
+    ),
+    "rescale_ln_layerscale_rope": case(
+        "LayerNorm → LayerScale's weight alone (factor 1), staged like the norm's → RoPE", [LN, rescale(weight=True), rope(64)], "float16"
+    ),
+    "rescale_weight_in_place_padded": case(
+        "rescale weight read in place (no prefetch) on a padded row (1000 → 1024): masked per-column loads",
+        [RMS, rescale(0.5, weight=True)],
+        hidden=1000,
+        schedule={"prefetch": False},
+    ),
+    "rescale_stream_joint": case(
+        "stream, joint reduction spanning the rescale: its weight staged next to the ring, the amax of x·w·factor·γ before rstd",
+        [RMS, rescale(0.125, weight=True), quant()],
+        hidden=512,
+        outputs={"y": False},
+        schedule={"variant": "stream", "joint_reduction": True},
+    ),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

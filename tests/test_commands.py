@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser, spec_json_schema
+from fusegen.ops import REGISTRY
 from fusegen.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,13 +181,7 @@ def test_schema_describes_every_key_with_its_allowed_values():
     assert props["spec.dtype"]["enum"] == ["float16", "bfloat16", "float32"]
     assert (props["spec.hidden"]["minimum"], props["spec.hidden"]["maximum"]) == (16, 65536)
     assert props["RopeSpec.style"]["enum"] == ["neox", "gptj"]
-    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == {
-        "add_residual",
-        "rmsnorm",
-        "layernorm",
-        "rope",
-        "quant_fp8",
-    }
+    assert set(schema["properties"]["op"]["items"]["discriminator"]["mapping"]) == set(REGISTRY)
     assert schema["additionalProperties"] is False, "a misspelt key must be flagged by the editor too"
 
 

@@ -13,6 +13,7 @@ from fusegen.checking import build_variant
 from fusegen.errors import SpecError
 from fusegen.ops import FLOAT32_MIN_NORMAL, REGISTRY
 from fusegen.ops.quant_fp8 import AMAX_FLOOR_MAX, AMAX_FLOOR_MIN
+from fusegen.ops.rescale import FACTOR_MAX
 from fusegen.ops.rmsnorm import WEIGHT_OFFSET_MAX
 from fusegen.spec import KernelSpec, parse_spec
 
@@ -40,6 +41,7 @@ def test_every_op_with_a_float_key_is_covered():
         ("rmsnorm", "weight_offset"),
         ("layernorm", "eps"),
         ("quant_fp8", "amax_floor"),
+        ("rescale", "factor"),
     }
 
 
@@ -63,6 +65,7 @@ BOUNDS = [
     ),
     # The positive half; the negative one mirrors it (the range is symmetric).
     pytest.param("rmsnorm", "weight_offset", "", FLOAT32_MIN_NORMAL, WEIGHT_OFFSET_MAX, id="weight_offset"),
+    pytest.param("rescale", "factor", "", FLOAT32_MIN_NORMAL, FACTOR_MAX, id="factor"),
 ]
 
 

@@ -131,10 +131,42 @@ EXTRA_SPECS += [
         "op": [{"kind": "rope", "rope_dim": 64, "style": "gptj"}],
     },
 ]
+# A rescale after the norm, before or after RoPE: the softmax scale folded into q after QK-norm and RoPE,
+# LayerScale's weight alone (factor 1) before RoPE, and a large factor (Gemma's √hidden) into fp8.
+EXTRA_SPECS += [
+    {
+        "name": "qk_norm_rope_softmax_scale",
+        "dtype": "bfloat16",
+        "hidden": 512,
+        "head_dim": 128,
+        "op": [
+            {"kind": "rmsnorm", "over": "head"},
+            {"kind": "rope", "rope_dim": 128},
+            {"kind": "rescale", "factor": 128**-0.5},
+        ],
+    },
+    {
+        "name": "ln_layerscale_rope",
+        "dtype": "float16",
+        "hidden": 1000,
+        "op": [{"kind": "layernorm"}, {"kind": "rescale", "weight": True}, {"kind": "rope", "rope_dim": 64, "style": "gptj"}],
+        "outputs": {"rstd": True},
+    },
+    {
+        "name": "rms_sqrt_hidden_quant",
+        "dtype": "bfloat16",
+        "hidden": 640,
+        "op": [
+            {"kind": "rmsnorm", "weight": False},
+            {"kind": "rescale", "factor": 640**0.5, "weight": True},
+            {"kind": "quant_fp8", "group_size": 128, "scale": "ue8m0"},
+        ],
+    },
+]
 CASES = [pytest.param(s, id=s["name"]) for s in EXAMPLE_SPECS + EXTRA_SPECS]
 # The reference rounds y once to its dtype; the oracle does not round at all.
 Y_TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}
-ROW_CHANGING_OPS = ("add_residual", "rmsnorm", "layernorm", "rope")
+ROW_CHANGING_OPS = ("add_residual", "rmsnorm", "layernorm", "rescale", "rope")
 
 
 def fresh_seed() -> int:

@@ -9,7 +9,7 @@ instance; nothing outside fusegen/ops/ names an op kind or an op's output."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -37,10 +37,24 @@ class Place:
     """Where an op may sit in a chain: ops run in increasing `order`, at most one per place. Normalising,
     then rotating the normalised value, then quantising is the only order in which each stage's input is
     what the next expects (quantised values cannot be normalised or rotated). The orders are spaced so
-    that a new place (an op before the norm) fits between them without renumbering."""
+    that a new place (an op before the norm) fits between them without renumbering.
+
+    An op whose output is the same kind of value as its input (a row scaled by constants is still a
+    normalised row) may run at any order from `order` to `last`: the chain then places it at the first
+    order after the op before it (`between`)."""
 
     order: int
     role: str  # what the ops of this place do, for messages naming several kinds
+    last: int | None = None  # the latest order an op of this place may run at; None: `order` only
+
+    @property
+    def latest(self) -> int:
+        return self.order if self.last is None else self.last
+
+
+def between(after: Place, before: Place, role: str) -> Place:
+    """A place spanning every order after `after` and before `before`."""
+    return Place(after.order + 1, role, before.order - 1)
 
 
 RESIDUAL_ADD = Place(10, "residual add")
@@ -268,8 +282,38 @@ def places() -> list[tuple[Place, list[str]]]:
 
 
 def chain_order() -> str:
-    """The order in words: `normalization (rmsnorm | layernorm) → rope → quant_fp8`."""
-    return " → ".join(kinds[0] if len(kinds) == 1 else f"{place.role} ({' | '.join(kinds)})" for place, kinds in places())
+    """The order in words: `normalization (rmsnorm | layernorm) → rope → quant_fp8`, then where each op
+    of a span of places may run (`, K anywhere after normalization and before quant_fp8`)."""
+    fixed = [(place, kinds) for place, kinds in places() if place.last is None]
+    order = " → ".join(_named(place, kinds) for place, kinds in fixed)
+    for span, kinds in places():
+        if span.last is not None:
+            after = [f"after {_named(place, kinds, briefly=True)}" for place, kinds in fixed if place.order < span.order][-1:]
+            before = [f"before {_named(place, kinds, briefly=True)}" for place, kinds in fixed if place.order > span.latest][:1]
+            order += ", " + " ".join([_named(span, kinds), "anywhere", " and ".join(after + before)]).rstrip()
+    return order
+
+
+def _named(place: Place, kinds: list[str], briefly: bool = False) -> str:
+    """A place in messages: its kind, or its role (with its kinds unless `briefly`) where it has several."""
+    if len(kinds) == 1:
+        return kinds[0]
+    return place.role if briefly else f"{place.role} ({' | '.join(kinds)})"
+
+
+def misplaced(kinds: Sequence[str]) -> tuple[int, str] | None:
+    """The first op of a chain that cannot run where it stands, as (its position, the earlier kind it
+    cannot follow); None where every op can. The ops run at increasing orders, each at an order of its
+    place and each kind at most once; an op of a span of places takes the first order after the op before
+    it, which leaves the most room for the ops after it."""
+    placed: list[tuple[str, int]] = []  # (kind, the order it runs at) of each op so far
+    for index, kind in enumerate(kinds):
+        place = REGISTRY[kind].place
+        order = max(place.order, placed[-1][1] + 1) if placed else place.order
+        if order > place.latest or any(earlier == kind for earlier, _ in placed):
+            return index, next(earlier for earlier, at in placed if at >= place.latest or earlier == kind)
+        placed.append((kind, order))
+    return None
 
 
 def output_flags() -> dict[str, OutputDecl]:
@@ -294,4 +338,4 @@ def joint_chain() -> str:
     return f"{' | '.join(opens)} → [{' | '.join(between)}] → {' | '.join(closes)}"
 
 
-from . import add_residual, layernorm, quant_fp8, rmsnorm, rope  # noqa: E402,F401  (each registers itself)
+from . import add_residual, layernorm, quant_fp8, rescale, rmsnorm, rope  # noqa: E402,F401  (each registers itself)
