@@ -378,12 +378,14 @@ class KernelFrame:
         ]
 
     def store_per_row(self, param: str, fragment: str, trailing_index: str = "") -> list[str]:
-        """Writes one float per row (mean, rstd, a per-token scale) from a per-row fragment. A loop over
-        the block's rows for one row too: TileLang has one thread write a store inside a T.Parallel loop,
-        every thread one outside it (the same value, 128 or more writes)."""
+        """Writes one float per row (mean, rstd, a per-token scale) from a per-row fragment. One row's value
+        is copied out: T.copy has one thread store it, where a bare store would have every thread write
+        it (the same value, 128 or more writes), and under an `if` on the thread TileLang's layout
+        inference gives the fragment to that thread alone, in conflict with its other uses."""
+        if self.one_row:
+            return [f"T.copy({fragment}, {param}[{self.token()}{trailing_index}])"]
         store = f"{param}[{self.token()}{trailing_index}] = {fragment}[i]"
-        why = ["# A loop of one row: inside T.Parallel one thread stores, outside it every thread."] if self.one_row else []
-        return [*why, f"for i in T.Parallel({self.bm}):", *indent(guarded(self._row_exists(), store), 4)]
+        return [f"for i in T.Parallel({self.bm}):", *indent(guarded(self._row_exists(), store), 4)]
 
     def _row_exists(self) -> list[str]:
         """The condition that block row i is a token, where a block's rows may run past the last."""

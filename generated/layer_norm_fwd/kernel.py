@@ -101,12 +101,8 @@ def fused_program(threads: int, vector: int):
             for w in T.serial(1, warps):
                 rstd[0] = rstd[0] + centered_sum_warps[0, w]
             rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
-            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
-            for i in T.Parallel(1):
-                Mean[block] = mean[i]
-            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
-            for i in T.Parallel(1):
-                Rstd[block] = rstd[i]
+            T.copy(mean, Mean[block])
+            T.copy(rstd, Rstd[block])
             for j in T.Parallel(HIDDEN):
                 row[j] = row[j] * rstd[0] * weight_staged[j] + bias_staged[j]
             T.copy(row, Y[block, 0])

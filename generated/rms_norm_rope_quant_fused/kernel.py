@@ -127,9 +127,7 @@ def fused_program(threads: int, vector: int, prefetch: bool):
             for j in T.Parallel(HIDDEN):
                 quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
             T.copy(quantized, Q[block, 0])
-            # A loop of one row: inside T.Parallel one thread stores, outside it every thread.
-            for i in T.Parallel(1):
-                Scale[block, 0] = group_scale[i]
+            T.copy(group_scale, Scale[block, 0])
 
     return fused.with_attr("global_symbol", NAME)
 
