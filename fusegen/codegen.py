@@ -49,6 +49,17 @@ def layout_functions(row_threads: str, one_row: bool) -> dict[str, list[str]]:
                 '    """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""',
                 f"    return j // (vector * {row_threads}) * vector + j % vector",
             ],
+            "on_row_threads": [
+                "def on_row_threads(extent, start, step=1):",
+                '    """The layout of a loop over `extent` columns of the row from `start`, `step` apart (a span, its',
+                "    pairs): each iteration on the thread that holds its column. Inferred from the loop's accesses,",
+                '    a loop over a span at column 0 would be spread over all the threads as predicated iterations."""',
+                "",
+                "    def iteration_thread(k):",
+                "        return row_thread(start + k * step)",
+                "",
+                "    return T.Fragment((extent,), forward_thread_fn=iteration_thread)",
+            ],
         }
     return {
         "row_thread": [

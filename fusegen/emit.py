@@ -260,10 +260,13 @@ def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False) ->
         f"    with T.Kernel({_grid(plan, s)}, threads=threads) as block:",
         *indent(kernel_body(plan, route, prefetch_parameter), 8),
     ]
-    code = _code(kernel)
     frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
     row_threads = rendered(frame.layout.row_threads)
-    functions = [f for name, f in layout_functions(row_threads, frame.one_row).items() if _uses(code, name)]
+    # A layout function is kept where the kernel or a kept later one calls it (on_row_threads: row_thread).
+    functions = []
+    for name, function in reversed(layout_functions(row_threads, frame.one_row).items()):
+        if _uses(_code([*kernel, *(line for f in functions for line in f)]), name):
+            functions.insert(0, function)
     # Each derived extent after those it uses: the later ones' definitions are read for the earlier names.
     derived = []
     for name, value in reversed(DERIVED_EXTENTS.items()):

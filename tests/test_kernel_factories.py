@@ -117,15 +117,31 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
 
 def test_one_row_programs_are_written_in_1d_forms():
     """A block of one row has no row axis: 1-D buffers and loops, no `[i, j]`, the layout functions of one
-    column. A unit row axis is left only where TileLang compiles the 1-D form differently (tests/
-    test_cuda_identity.py): the loop around a per-row store (inside T.Parallel one thread stores) and
-    RoPE's span loops. A block of several rows keeps the row axis (`block_m`)."""
-    for kernel in ("rms_norm_rope_quant_fused", "rms_norm_naive_row_per_block", "rms_norm_splitk"):
-        code = "\n".join(ast.unparse(f) for name, f in _functions(_kernel_source(kernel)).items() if name.endswith("_program"))
-        assert "[i, " not in code and "[i]" not in code.replace("group_scale[i]", ""), kernel
+    column, and no unit row axis anywhere: a per-row value (Scale, Mean, Rstd) leaves by T.copy, and RoPE's
+    span loops (shuffled, paired in registers, through a shared span) name their layout, the threads that
+    hold the span's columns (on_row_threads); each compiles to the CUDA of the `T.Parallel(1, …)` form it
+    replaced (tests/test_cuda_identity.py). A block of several rows keeps the row axis (`block_m`)."""
+    sources = {
+        kernel: _kernel_source(kernel)
+        for kernel in ("rms_norm_rope_quant_fused", "layer_norm_fwd", "rms_norm_naive_row_per_block", "rms_norm_splitk")
+    }
+    for case in ("quant_ln_rope_g128", "rope_neox_512_two_warps"):  # RoPE pairs in registers; through a shared span
+        sources[case] = kernel_module(plan(KernelSpec.model_validate(spec_for(case)), case, ()))
+    for kernel, source in sources.items():
+        factories = [f for name, f in _functions(source).items() if name.endswith("_program")]
+        code = "\n".join(ast.unparse(f) for f in factories)
+        assert "[i, " not in code and "[i]" not in code and "T.Parallel(1)" not in code and "T.Parallel(1, " not in code, kernel
         assert "def row_thread(i, j)" not in code and "column_thread" not in code, kernel
-        assert code.count("T.Parallel(1)") == code.count("Scale[block, 0] = group_scale[i]"), kernel
-        assert code.count("T.Parallel(1, ") == code.count("T.Parallel(1, ROPE_DIM)"), kernel
+        span_loops = [
+            ast.unparse(loop.iter)
+            for factory in factories
+            for loop in ast.walk(factory)
+            if isinstance(loop, ast.For) and "ROPE_START" in ast.unparse(loop) and ast.unparse(loop.iter).startswith("T.Parallel(")
+        ]
+        assert all("loop_layout=on_row_threads(" in loop for loop in span_loops), (kernel, span_loops)
+        assert bool(span_loops) == ("ROPE_START" in source), kernel
+    assert "T.copy(group_scale, Scale[block, 0])" in sources["rms_norm_rope_quant_fused"]
+    assert "T.copy(mean, Mean[block])" in sources["layer_norm_fwd"] and "T.copy(rstd, Rstd[block])" in sources["layer_norm_fwd"]
     spec = {**spec_for("head_norm_padded_block_m"), "schedule": {"block_m": 2, "threads": 128}}
     source = kernel_module(plan(KernelSpec.model_validate(spec), "head_norm_padded_block_m", ()))
     assert "row = T.alloc_fragment((block_m, columns), 'float32')" in ast.unparse(_functions(source)["fused_program"])

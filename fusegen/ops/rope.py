@@ -324,15 +324,15 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     partner, pair = _pair_terms(stage.params["style"], frame)
     cos, sin = _cos_sin(stage, frame, pair)
     value = f"row[{frame.at('ROPE_START + j')}]"
-    # The span loops keep the block's row axis where the block has one row: TileLang lays out a 1-D loop
-    # over a span at column 0 across all the threads (predicated iterations on every thread, not one
-    # vector on the span's threads), while it lays out the (1, ROPE_DIM) loop as before.
-    each_span_column = f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):"
-    why = ["# A row axis of one: TileLang maps the span loop to the span's threads only in this form."] if frame.one_row else []
+    if frame.one_row:
+        each_span_column = "for j in T.Parallel(ROPE_DIM, loop_layout=on_row_threads(ROPE_DIM, ROPE_START)):"
+        each_pair = f"for p in T.Parallel({HALF}, loop_layout=on_row_threads({HALF}, ROPE_START, 2)):"
+    else:
+        each_span_column = f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):"
+        each_pair = f"for i, p in T.Parallel({frame.bm}, {HALF}):"
     if stage.params["pairing"] == "registers":
         return [
-            *why,
-            *_partner_from_registers(stage, frame, f"for i, p in T.Parallel({frame.bm}, {HALF}):", "ROPE_START // 2"),
+            *_partner_from_registers(stage, frame, each_pair, "ROPE_START // 2"),
             each_span_column,
             f"    {value} = {value} * {cos} + rope_partner[{frame.at('ROPE_START + j')}] * {sin}",
         ]
@@ -341,13 +341,11 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         swapped = f"T.shfl_xor({value}, {stage.params['partner_lanes']}, {WARP_LANES}, {stage.params['lane_mask']:#x})"
         return [
             *_sign_comment(stage),
-            *why,
             each_span_column,
             f"    {value} = {value} * {cos} + {swapped} * T.if_then_else(j < {HALF}, -1.0, 1.0) * {sin}",
         ]
     return [
         frame.alloc("rope_span"),
-        *why,
         each_span_column,
         f"    rope_span[{frame.at('j')}] = {value}",
         *_sign_comment(stage),

@@ -52,6 +52,16 @@ def fused_program(threads: int, vector: int, prefetch: bool):
         """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
         return j // (vector * threads) * vector + j % vector
 
+    def on_row_threads(extent, start, step=1):
+        """The layout of a loop over `extent` columns of the row from `start`, `step` apart (a span, its
+        pairs): each iteration on the thread that holds its column. Inferred from the loop's accesses,
+        a loop over a span at column 0 would be spread over all the threads as predicated iterations."""
+
+        def iteration_thread(k):
+            return row_thread(start + k * step)
+
+        return T.Fragment((extent,), forward_thread_fn=iteration_thread)
+
     @T.prim_func
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
@@ -101,8 +111,7 @@ def fused_program(threads: int, vector: int, prefetch: bool):
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
             # Each pair (a, b) turns by θ: a' = a·cos − b·sin, b' = b·cos + a·sin. So the partner's value is
             # taken with −sin where this column is a (the first half of the span) and +sin where it is b.
-            # A row axis of one: TileLang maps the span loop to the span's threads only in this form.
-            for i, j in T.Parallel(1, ROPE_DIM):
+            for j in T.Parallel(ROPE_DIM, loop_layout=on_row_threads(ROPE_DIM, ROPE_START)):
                 row[ROPE_START + j] = row[ROPE_START + j] * (cos_staged[j % ROPE_HALF] if prefetch else Cos[block, j % ROPE_HALF]) + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * (sin_staged[j % ROPE_HALF] if prefetch else Sin[block, j % ROPE_HALF])
             T.copy(row, Y[block, 0])
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
