@@ -81,7 +81,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), stages, side_inputs)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":

@@ -97,14 +97,14 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
                     padded - n > n // MAX_PADDING_SHARE,
                     vector * elem < 16,
                     padded - n,
-                    # Few values per thread are what measured slow, many (up to the hard limit) were not: at
-                    # 4096, 256 threads × 16 values ran 5–25 % and 512 × 8 1.3–2× slower than 128 × 32, while
-                    # 64 × 64 was within 2 %; at 7168, 512 × 14 ran 1.05–1.6× slower than 128 × 56
-                    # (docs/bench/tune/*.json, 16384 tokens).
                     # Wide rows: a block size that leaves room for only one block per SM starves it (MLA q_b,
                     # 24576 bf16 columns: 1024 threads 0.80 × copy, 768 0.80, both one block per SM; 512 and
                     # 384 threads with a launch bound of two 0.98 and 0.99; docs/bench/sweep/ab.md).
                     not fits_two_blocks(per_thread + REGISTERS_BESIDE_ROW, threads),
+                    # Few values per thread are what measured slow, many (up to the hard limit) were not: at
+                    # 4096, 256 threads × 16 values ran 5–25 % and 512 × 8 1.3–2× slower than 128 × 32, while
+                    # 64 × 64 was within 2 %; at 7168, 512 × 14 ran 1.05–1.6× slower than 128 × 56
+                    # (docs/bench/tune/*.json, 16384 tokens).
                     per_thread < MIN_GOOD_ELEMS_PER_THREAD,
                     abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
                     -vector,
@@ -507,11 +507,8 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
         why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
         return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
     unstaged = replace(schedule, prefetch=False)
-    if (
-        schedule.prefetch
-        and spec.schedule.prefetch == "auto"
-        and fits_two_blocks(fragment_registers(unstaged, side_inputs), schedule.threads)
-    ):
+    unstaged_need = fragment_registers(unstaged, side_inputs)
+    if schedule.prefetch and spec.schedule.prefetch == "auto" and fits_two_blocks(unstaged_need, schedule.threads):
         why = (
             f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
             f"registers a thread, room for one block; the launch bound caps them at {cap}"
@@ -519,15 +516,16 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
         return replace(
             unstaged,
             blocks_per_sm=2,
-            register_estimate=schedule.register_estimate - (need - fragment_registers(unstaged, side_inputs)),
+            register_estimate=schedule.register_estimate - (need - unstaged_need),
             reasons=schedule.reasons + (why,),
         )
     return replace(schedule, blocks_per_sm=1)
 
 
-def with_variant(spec: KernelSpec, schedule: Schedule, stages: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> Schedule:
-    """The variant "auto" resolves to, stream sized: streamed where `_stream_by_default` says so and the
-    ring can take the row, one row per block (fragment) otherwise."""
+def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """The variant "auto" resolves to, with its resources: streamed (ring and grid sized) where
+    `_stream_by_default` says so and the ring can take the row, else one row per block (fragment) with its
+    blocks per SM."""
     if schedule.variant == "stream":
         return with_stream(spec, schedule, side_inputs)
     if schedule.variant != "fragment":
