@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass, replace
@@ -93,9 +92,10 @@ def _tokens_symbol(plan: Plan) -> str:
     return str(plan.tokens) if plan.tokens else "m"
 
 
-def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> list[str]:
+def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, joint_parameter: bool = False) -> list[str]:
     """Lines inside `with T.Kernel(...) as block:`. `prefetch_parameter`: the factory takes `prefetch`
-    (KernelFrame.prefetch_parameter); the route is then the prefetched one."""
+    (KernelFrame.prefetch_parameter), the route is then the prefetched one; `joint_parameter`: it takes
+    `joint_reduction` (_joint_body)."""
     schedule = route.schedule
     streamed = schedule.variant == "stream"
     frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch, prefetch_parameter)
@@ -108,7 +108,7 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> l
         per_token = tuple(t for t in side_inputs if t.per_token_row)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
         lines += frame.stream_rows(per_token, Extent(schedule.blocks_per_sm, "blocks_per_sm"), schedule.ring_slots)
-        return lines + indent(_chain(plan, route, frame), 4)
+        return lines + indent(_chain(plan, route, frame, joint_parameter), 4)
     if schedule.blocks_per_sm > 1:
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
         # one reduces and stores (schedule.with_fragment_residency).
@@ -116,13 +116,13 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> l
     prologue = frame.stage_inputs(side_inputs)
     if prefetch_parameter:
         prologue = ["if prefetch:", *indent(prologue, 4)]
-    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *prologue, *_chain(plan, route, frame)]
+    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *prologue, *_chain(plan, route, frame, joint_parameter)]
 
 
-def _chain(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
+def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool = False) -> list[str]:
     """The ops on the loaded row, Y stored where the plan puts it (Plan.y_before)."""
-    if route.schedule.joint_reduction:
-        return _joint_body(plan, route, frame)
+    if route.schedule.joint_reduction or joint_parameter:
+        return _joint_body(plan, route, frame, joint_parameter)
     lines = []
     for position, stage in enumerate(route.stages):
         lines += _store_y(plan, frame, position) + _stage(stage, frame)
@@ -141,11 +141,13 @@ def _section(stage: Stage) -> str:
     return f"# --- op[{stage.index}] {escaped(stage.summary)} ---"
 
 
-def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
+def _joint_body(plan: Plan, route: Route, frame: KernelFrame, switched: bool = False) -> list[str]:
     """The chain with the stage that yields a per-row factor (the norm) and the last stage sharing one
     exchange (ops.JointReduction): the stages before the norm as usual, then both reductions' warp
     partials, one exchange, the factor applied (the row is final here: the last stage does not transform
-    it, so the plan stores Y before it) and the last stage finished with that factor."""
+    it, so the plan stores Y before it) and the last stage finished with that factor. `switched`: for a
+    factory taking `joint_reduction`, the two stages that differ are each written both ways, under
+    `if joint_reduction:` and `else:`; the stages between them are the same either way."""
     span = joint_span(route.stages)
     assert span is not None, "the planner turns the joint reduction on only where the chain has a joint span"
     opening, closing = span
@@ -154,24 +156,33 @@ def _joint_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     assert head is not None and tail is not None
     assert plan.y_before in (None, closing), "only the closing stage, which does not transform the row, follows Y"
     row_scale = head.partial[2]
-    lines = [line for stage in route.stages[:opening] for line in _stage(stage, frame)]
-    lines += [
-        _section(first),
+    joint_head = [
         # Its own line, not the section's: a factory taking joint_reduction shares the section line.
         f"# With the joint reduction its factor is applied after op[{last.index}]'s amax, one exchange for both.",
         *head.emit_partial(first, frame),
     ]
-    for stage in route.stages[opening + 1 : closing]:
-        lines += _stage(stage, frame)
-    return [
-        *lines,
-        _section(last),
+    joint_tail = [
         *tail.emit_partial(last, frame),
         *frame.exchange((head.partial, tail.partial)),
         *head.emit_finish(first, frame, row_scale),
         *_store_y(plan, frame, closing),
         *tail.emit_finish(last, frame, row_scale),
     ]
+    if switched:
+        joint_head = _switch_joint(joint_head, REGISTRY[first.kind].emit_kernel(first, frame))
+        joint_tail = _switch_joint(joint_tail, [*_store_y(plan, frame, closing), *REGISTRY[last.kind].emit_kernel(last, frame)])
+    return [
+        *(line for stage in route.stages[:opening] for line in _stage(stage, frame)),
+        _section(first),
+        *joint_head,
+        *(line for stage in route.stages[opening + 1 : closing] for line in _stage(stage, frame)),
+        _section(last),
+        *joint_tail,
+    ]
+
+
+def _switch_joint(joint: list[str], separate: list[str]) -> list[str]:
+    return ["if joint_reduction:", *indent(joint, 4), "else:", *indent(separate, 4)]
 
 
 def schedule_summary(route: Route) -> str:
@@ -248,8 +259,8 @@ def _switch(flag: str, on: bool, parameters: tuple[str, ...], words: str) -> lis
     return [words] if on else []
 
 
-def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False) -> tuple[str, ...]:
-    """The lines of a program factory after its docstring (kernel_body's `prefetch_parameter`)."""
+def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False, joint_parameter: bool = False) -> tuple[str, ...]:
+    """The lines of a program factory after its docstring (kernel_body's switch parameters)."""
     s = route.schedule
     signature = [f"{t.param}: {_parameter(t, plan)}," for t in (*plan.inputs, *plan.outputs)]
     kernel = [
@@ -258,7 +269,7 @@ def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False) ->
         *indent(signature, 4),
         "):",
         f"    with T.Kernel({_grid(plan, s)}, threads=threads) as block:",
-        *indent(kernel_body(plan, route, prefetch_parameter), 8),
+        *indent(kernel_body(plan, route, prefetch_parameter, joint_parameter), 8),
     ]
     frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
     row_threads = rendered(frame.layout.row_threads)
@@ -304,13 +315,16 @@ def _uses(code: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", code) is not None
 
 
-def _with_switches(plan: Plan, route: Route, prefetch: bool, joint_reduction: bool) -> Route:
+def _with_switches(plan: Plan, route: Route, prefetch: bool, joint_reduction: bool, both_reductions: bool = False) -> Route:
     """The route with these switches, its buffers joined by those the planner plans for them
-    (plan.staged_buffers, plan.reduction_buffers): what a factory serving both values of a switch writes."""
+    (plan.staged_buffers, plan.reduction_buffers; with `both_reductions`, those of the joint reduction
+    and of separate ones): what a factory serving both values of a switch writes."""
     schedule = replace(route.schedule, prefetch=prefetch, joint_reduction=joint_reduction)
     layout = schedule.layout(plan.hidden)
     staged = staged_buffers(schedule, staged_inputs(route.stages), layout) if prefetch else ()
-    return replace(route, schedule=schedule, scratch=route.scratch + staged + reduction_buffers(schedule, route.stages, layout))
+    joint_values = (True, False) if both_reductions else (joint_reduction,)
+    reductions = tuple(b for j in joint_values for b in reduction_buffers(replace(schedule, joint_reduction=j), route.stages, layout))
+    return replace(route, schedule=schedule, scratch=route.scratch + staged + reductions)
 
 
 def _takes_prefetch(route: Route) -> bool:
@@ -350,8 +364,8 @@ def _factories(plan: Plan) -> list[_Factory]:
     switch every route it serves has on), or fused_program where the kernel has one. Routes share a
     factory where their bodies differ only in numbers (FACTORY_PARAMETERS) and in the switches (FLAGS),
     which it then takes as bool parameters: prefetch as the source each read picks
-    (KernelFrame.prefetch_parameter), the joint reduction as `if` blocks around the lines it changes
-    (_merged). A variant (fragment, stream, naive, splitk), one row or block_m rows per block, split-K's
+    (KernelFrame.prefetch_parameter), the joint reduction as the two stages it changes written both ways
+    (_joint_body). A variant (fragment, stream, naive, splitk), one row or block_m rows per block, split-K's
     chunks and a stream ring's depth each need a body of their own, and so does prefetch in a stream."""
     routes = [served[0] for served in plan.programs]
     keys = [_shared_body(plan, route) for route in routes]
@@ -371,89 +385,17 @@ def _factories(plan: Plan) -> list[_Factory]:
 
 def _group_body(plan: Plan, routes: list[Route]) -> tuple[str, ...]:
     """The body of the factory serving `routes` (one shared body, _shared_body): prefetch a parameter
-    where they differ in it, and the joint reduction's lines under `if joint_reduction:` where they differ
-    in that."""
+    where they differ in it, and the joint reduction where they differ in that."""
     prefetch_parameter = len({r.schedule.prefetch for r in routes}) > 1
-    bodies = {}  # joint_reduction -> the body
+    joint_parameter = len({r.schedule.joint_reduction for r in routes}) > 1
+    bodies = set()
     for route in routes:
-        if prefetch_parameter:
-            route = _with_switches(plan, route, True, route.schedule.joint_reduction)
-        body = _factory_body(plan, route, prefetch_parameter)
-        joint = route.schedule.joint_reduction
-        assert bodies.setdefault(joint, body) == body, "routes of one shared body differ in more than numbers and switches"
-    if len(bodies) == 1:
-        (body,) = bodies.values()
-        return body
-    return _merged(bodies[False], bodies[True], "joint_reduction")
-
-
-def _merged(off: tuple[str, ...], on: tuple[str, ...], flag: str) -> tuple[str, ...]:
-    """One body from a factory's bodies with `flag` off and on: the lines they share once, each run of lines
-    where they differ under `if flag:` (and `else:`). A run is widened over shared lines until it is whole
-    statements on both sides (difflib's runs may end inside a block), and runs that then touch are joined."""
-    matcher = difflib.SequenceMatcher(None, off, on, autojunk=False)
-    runs: list[tuple[int, int, int, int]] = []
-    for tag, *run in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        while True:
-            if runs and run[0] <= runs[-1][1]:
-                previous = runs.pop()
-                run = [previous[0], max(previous[1], run[1]), previous[2], max(previous[3], run[3])]
-            step = _widening(off, on, run)
-            if not step:
-                break
-            run = [run[0] - (step < 0), run[1] + (step > 0), run[2] - (step < 0), run[3] + (step > 0)]
-        runs.append(tuple(run))
-    lines, shared_from = [], 0
-    for i1, i2, j1, j2 in runs:
-        lines += off[shared_from:i1]
-        lines += _branch(flag, off[i1:i2], on[j1:j2])
-        shared_from = i2
-    return tuple(lines + list(off[shared_from:]))
-
-
-_CONTINUATIONS = ("else:", "elif ")
-
-
-def _depth(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _widening(off: tuple[str, ...], on: tuple[str, ...], run) -> int:
-    """-1 where the run must take the shared line before it to be whole statements on both sides (it starts
-    inside a block it leaves, or at a continuation), 1 where it must take the line after (it opens a block
-    its sides share, or an `else` follows), 0 where it is whole."""
-    i1, i2, j1, j2 = run
-    sides = ((off, i1, i2), (on, j1, j2))
-    written = [line for lines, start, end in sides for line in lines[start:end] if line.strip()]
-    if not written:
-        return 0
-    firsts = [next((line for line in lines[start:end] if line.strip()), None) for lines, start, end in sides]
-    firsts = [line for line in firsts if line is not None]
-    level = _depth(firsts[0])
-    if any(_depth(f) != level or f.lstrip().startswith(_CONTINUATIONS) for f in firsts) or min(map(_depth, written)) < level:
-        return -1
-    for lines, _, end in sides:
-        after = next((line for line in lines[end:] if line.strip()), "")
-        if _depth(after) > level or (_depth(after) == level and after.lstrip().startswith(_CONTINUATIONS)):
-            return 1
-    return 0
-
-
-def _branch(flag: str, off: tuple[str, ...], on: tuple[str, ...]) -> list[str]:
-    """One run of _merged: each side with code under its branch; a side of comments only is written before
-    the branches, for any value (an `if` whose body is comments is not Python)."""
-    has_code = [any(line.strip() and not line.lstrip().startswith("#") for line in side) for side in (off, on)]
-    lines = [line for side, code in zip((off, on), has_code) if not code for line in side]
-    pad = " " * _depth(next(line for line in off + on if line.strip()))
-    if has_code[1]:
-        lines += [f"{pad}if {flag}:", *indent(list(on), 4)]
-        if has_code[0]:
-            lines += [f"{pad}else:", *indent(list(off), 4)]
-    elif has_code[0]:
-        lines += [f"{pad}if not {flag}:", *indent(list(off), 4)]
-    return lines
+        if prefetch_parameter or joint_parameter:
+            prefetch, joint = route.schedule.prefetch or prefetch_parameter, route.schedule.joint_reduction or joint_parameter
+            route = _with_switches(plan, route, prefetch, joint, both_reductions=joint_parameter)
+        bodies.add(_factory_body(plan, route, prefetch_parameter, joint_parameter))
+    assert len(bodies) == 1, "routes of one shared body differ in more than numbers and switches"
+    return bodies.pop()
 
 
 def _annotation(parameter: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cases import EXAMPLE_KERNELS, ROUTED, ROUTED_CASES, spec_for
 
-from fusegen.emit import _merged, kernel_module
+from fusegen.emit import kernel_module
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec, load_spec
 from fusegen.tuning import TunedRoute, Tuning
@@ -249,43 +249,3 @@ def test_routes_of_two_row_counts_keep_a_factory_each(case):
     assert [calls[p][0] for p in sorted(calls)] == ["fragment_program", "fragment_block_m_prefetched_program"], case
     assert not any("prefetch" in arguments for _, arguments in calls.values()), case
     assert _each_program_is_its_own_factory(spec_for(case), ROUTED) == []
-
-
-def test_a_merged_run_is_whole_statements():
-    """difflib's runs of differing lines may open a block the sides share the body of, or end before an
-    `else`: a run is widened over the shared lines until both sides are whole statements, and a side of
-    comments only is written for both values (an `if` around comments alone is not Python)."""
-    off = ("for t in T.Parallel(4):", "    if t == 0:", "        a[t] = 1", "    else:", "        a[t] = 2", "b = a[0]")
-    on = (
-        "# c: a[0] doubled",
-        "for t in T.Parallel(4):",
-        "    if t < 2:",
-        "        a[t] = 1",
-        "    else:",
-        "        a[t] = 2",
-        "b = a[0]",
-        "c = b * 2",
-    )
-    merged = "\n".join(_merged(off, on, "flag"))
-    assert merged == "\n".join(
-        (
-            "# c: a[0] doubled",
-            "for t in T.Parallel(4):",
-            "    if flag:",
-            "        if t < 2:",
-            "            a[t] = 1",
-            "        else:",
-            "            a[t] = 2",
-            "    else:",
-            "        if t == 0:",
-            "            a[t] = 1",
-            "        else:",
-            "            a[t] = 2",
-            "b = a[0]",
-            "if flag:",
-            "    c = b * 2",
-        )
-    ), merged
-    for value, side in ((False, off), (True, on)):
-        switched = _Switched({"flag": value}).visit(ast.parse(merged))
-        assert ast.unparse(switched) == ast.unparse(ast.parse("\n".join(side))), value
