@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers, rendered
+from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_buffers, rendered, staged_buffer
 
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
@@ -184,10 +184,6 @@ class KernelFrame:
         shape = shape_source(self.layout.rows(self.layout.padded_hidden))
         return f"T.annotate_layout({{{fragment}: T.Fragment({shape}, forward_thread_fn=row_thread, forward_index_fn=row_index)}})"
 
-    @staticmethod
-    def staged(param: str) -> str:
-        return f"{param.lower()}_staged"
-
     def stage_inputs(self, tensors) -> list[str]:
         """Prologue loads of side inputs (plan Tensors): per-token ones (m, width) and gathered table rows
         into shared memory, per-column ones (hidden,) into registers; an index is read by its table's load."""
@@ -218,7 +214,7 @@ class KernelFrame:
         holds of its row: one copy per block row, on that row's threads (a replicated fragment). Columns
         without a value (padding, outside a norm's range) get 0. An offset (Tensor.offset) is added here,
         once per block rather than once per row (the plan stages it in float32)."""
-        name, cols = self.staged(tensor.param), self.columns
+        name, cols = staged_buffer(tensor.param), self.columns
         load, valid = self._column_load(tensor, "j")
         if tensor.offset:
             load = self.float_with_offset(load, tensor.offset)
@@ -236,7 +232,7 @@ class KernelFrame:
     def staged_row_param(self, param: str, width: int, index: str | None = None) -> list[str]:
         """Prologue: a per-token parameter of `width` floats per row (or the row of table `param` that
         `index` names) into shared memory; TileLang puts the barrier before its first read."""
-        name = self.staged(param)
+        name = staged_buffer(param)
         return [
             self.alloc(name),
             self.loop(("j", rendered(width))),
@@ -308,7 +304,7 @@ class KernelFrame:
         of cp.async groups (empty ones past the last token), so waiting for all but the newest
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
         the chain 4 spaces under it."""
-        rings = [("X", "x_ring", HIDDEN, None)] + [(t.param, self.staged(t.param), t.shape[1].size, t.index) for t in per_token]
+        rings = [("X", "x_ring", HIDDEN, None)] + [(t.param, staged_buffer(t.param), t.shape[1].size, t.index) for t in per_token]
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
             copies = [
@@ -357,12 +353,12 @@ class KernelFrame:
         direct = f'T.if_then_else({valid}, T.cast({load}, "float32"), 0.0)' if valid else load
         if tensor.offset:
             direct = self.float_with_offset(direct, tensor.offset)
-        return self._read(f"{self.staged(tensor.param)}[{col}]", direct)
+        return self._read(f"{staged_buffer(tensor.param)}[{col}]", direct)
 
     def row_param(self, param: str, col: str, i: str = "i", index: str | None = None) -> str:
         """A per-token parameter (cos, sin), or the row of table `param` at the token's `index` value;
         rows past the last token read nothing."""
-        staged = f"{self.staged(param)}[{f'slot, {col}' if self.streamed else self.at(col)}]"
+        staged = f"{staged_buffer(param)}[{f'slot, {col}' if self.streamed else self.at(col)}]"
         return self._read(staged, self._row_load(param, col, i, index))
 
     def _read(self, staged: str, direct: str) -> str:

@@ -121,6 +121,11 @@ def partial_buffers(name: str) -> tuple[str, str]:
     return f"{name}_lanes", f"{name}_thread"
 
 
+def staged_buffer(param: str) -> str:
+    """The buffer a side input is loaded into next to the row (prefetch)."""
+    return f"{param.lower()}_staged"
+
+
 def exchange_buffer(names: tuple[str, ...]) -> str:
     """The shared array through which the warps' partials of these reductions meet."""
     return "_".join(names) + "_warps"

@@ -23,6 +23,7 @@ from .model import (
     Tensor,
     exchange_buffer,
     partial_buffers,
+    staged_buffer,
 )
 from .ops import REGISTRY
 from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_variant
@@ -132,7 +133,7 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
     shared memory, per-column inputs in registers in the row's layout."""
     return tuple(
         Scratch(
-            f"{t.param.lower()}_staged",
+            staged_buffer(t.param),
             "shared",
             (schedule.ring_slots, t.shape[1].size) if schedule.variant == "stream" else layout.rows(t.shape[1].size),
             "float32",
@@ -141,7 +142,7 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
         if t.per_token_row
         # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
         else Scratch(
-            f"{t.param.lower()}_staged",
+            staged_buffer(t.param),
             "fragment",
             (layout.padded_hidden,),
             "float32" if t.offset else t.dtype,
