@@ -494,7 +494,13 @@ def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> i
 def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     """Blocks per SM of a fragment schedule: two where registers would otherwise keep one and the launch
     bound can fit two (FRAGMENT_SQUEEZE) — without staging the side inputs if only that fits — else one."""
-    hint = _checked_hint(spec.schedule.blocks_per_sm, "schedule.blocks_per_sm", (1, 2), "1 or 2 for variant fragment")
+    most = min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads)
+    hint = _checked_hint(
+        spec.schedule.blocks_per_sm,
+        "schedule.blocks_per_sm",
+        tuple(range(1, most + 1)),
+        f"1 to {most} for variant fragment at {schedule.threads} threads (the SM holds {SM_THREADS} threads)",
+    )
     if hint:
         return replace(
             schedule, blocks_per_sm=hint, reasons=schedule.reasons + (f"{hint} block(s) per SM, as the blocks_per_sm hint asks",)

@@ -107,8 +107,8 @@ class ScheduleHints(Strict):
     blocks_per_sm: Literal["auto"] | int = Field(
         default="auto",
         json_schema_extra=described(
-            "stream: resident blocks per SM (the grid is this × the SMs); fragment: 1 or 2, the blocks per SM the "
-            "launch bound keeps room for in registers. " + AUTO
+            "stream: resident blocks per SM (the grid is this × the SMs); fragment: the blocks per SM the launch "
+            "bound keeps room for in registers (at most 2048 threads per SM). " + AUTO
         ),
     )
     ring_slots: Literal["auto"] | int = Field(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fusegen.build import collect_spec_files, load_and_plan
+from fusegen.errors import ChainError
 from fusegen.plan import plan
 from fusegen.schedule import STREAM_BYTES_IN_FLIGHT
 from fusegen.spec import KernelSpec
@@ -153,10 +154,16 @@ def test_rows_with_room_for_several_blocks_get_no_launch_bound():
         assert planned([RMS, rope(), quant()], hidden=hidden).blocks_per_sm == 1
 
 
-@pytest.mark.parametrize("blocks", [1, 2])
+@pytest.mark.parametrize("blocks", [1, 2, 4])
 def test_a_fragment_blocks_per_sm_hint_is_the_launch_bound(blocks):
     s = planned([LN, rope(128)], "float16", 12288, schedule={"variant": "fragment", "blocks_per_sm": blocks})
     assert s.blocks_per_sm == blocks
+
+
+def test_a_fragment_blocks_per_sm_hint_beyond_the_sm_threads_names_the_range():
+    with pytest.raises(ChainError) as caught:
+        planned([LN, rope(128)], "float16", 12288, schedule={"variant": "fragment", "threads": 512, "blocks_per_sm": 5})
+    assert caught.value.key == "schedule.blocks_per_sm" and "1 to 4" in caught.value.message
 
 
 def test_a_wide_row_takes_a_block_size_that_leaves_room_for_two_blocks():
