@@ -491,46 +491,40 @@ def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> i
     return schedule.elems_per_thread + -(-schedule.elems_per_thread * staged_bytes // 4) + REGISTERS_BESIDE_ROW
 
 
-def squeezed_blocks(registers: int, threads: int) -> int:
-    """The most blocks of `threads` a launch bound can keep resident on an SM when each thread needs
-    ~`registers`: ptxas meets a cap down to 1/FRAGMENT_SQUEEZE of the estimate without spilling."""
-    most = min(MAX_BLOCKS_PER_SM, SM_THREADS // threads)
-    return max(1, min(most, int(FRAGMENT_SQUEEZE * SM_REGISTERS // (registers * threads))))
-
-
 def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
-    """Blocks per SM of a fragment schedule, the launch bound: as many as ptxas can fit under it
-    (squeezed_blocks) where that is more than the registers would leave room for unbounded — without
-    staging the side inputs if only that fits two — else no bound (1).
+    """Blocks per SM of a fragment schedule: two where registers would otherwise keep one and the launch
+    bound can fit two (FRAGMENT_SQUEEZE) — without staging the side inputs if only that fits — else one.
 
-    Measured on the H200 (session-9 probe, docs/bench/sweep/ab.md, 16384 tokens, × copy): a bound at the
-    squeezed count lifted bf16 LayerNorm 3840 0.80 → 0.90 (six 128-thread blocks at 80 registers instead of
-    four at 106), bf16 LayerNorm → e5m2 2880 0.67 → 0.72 (eight at 64), fp16 QK-norm → RoPE 7168 0.84 → 0.94,
-    RMSNorm → RoPE → FP8 5120 0.81–0.85 → 0.90; a bound past it spills and collapses (0.12–0.53)."""
+    A bound past two is left to the hint and to `fusegen tune`: measured on the H200 (session 9,
+    docs/bench/sweep/ab.md runs 4–5, 16384 tokens), bounding every fragment kernel at the most blocks the
+    register estimate could fit moved 48 specs by −0.29 to +0.10 × copy — bf16 LayerNorm 3840 0.80 → 0.91,
+    fp16 QK-norm → RoPE 7168 0.85 → 0.95 — with no sign that holds: fp16 LayerNorm → RoPE 4096 fell 0.95 →
+    0.79 at the same 80 registers and six blocks either way, RMSNorm → RoPE → FP8 5120 0.86 → 0.70 at six
+    blocks and 0.90 at seven, and where ptxas spilled under the bound (LayerNorm fp32 → FP8 2880) 0.92 → 0.63."""
+    most = min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads)
     hint = _checked_hint(
         spec.schedule.blocks_per_sm,
         "schedule.blocks_per_sm",
-        tuple(range(1, min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads) + 1)),
-        f"1 to {min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads)} for variant fragment at {schedule.threads} threads "
-        f"(the SM holds {SM_THREADS} threads)",
+        tuple(range(1, most + 1)),
+        f"1 to {most} for variant fragment at {schedule.threads} threads (the SM holds {SM_THREADS} threads)",
     )
     if hint:
         return replace(
             schedule, blocks_per_sm=hint, reasons=schedule.reasons + (f"{hint} block(s) per SM, as the blocks_per_sm hint asks",)
         )
     need = fragment_registers(schedule, side_inputs)
-    unbounded = SM_REGISTERS // (need * schedule.threads)
-    blocks = squeezed_blocks(need, schedule.threads)
-    if blocks > max(1, unbounded):
-        cap = SM_REGISTERS // (blocks * schedule.threads)
-        why = f"{blocks} blocks per SM: ~{need} registers a thread would leave room for {unbounded}; the launch bound caps them at {cap}"
-        return replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,))
+    cap = SM_REGISTERS // (2 * schedule.threads)
+    if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
+        return replace(schedule, blocks_per_sm=1)
+    if fits_two_blocks(need, schedule.threads):
+        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
+        return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
     unstaged = replace(schedule, prefetch=False)
     unstaged_need = fragment_registers(unstaged, side_inputs)
-    if unbounded < 2 and schedule.prefetch and spec.schedule.prefetch == "auto" and fits_two_blocks(unstaged_need, schedule.threads):
+    if schedule.prefetch and spec.schedule.prefetch == "auto" and fits_two_blocks(unstaged_need, schedule.threads):
         why = (
             f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
-            f"registers a thread, room for one block; the launch bound caps them at {SM_REGISTERS // (2 * schedule.threads)}"
+            f"registers a thread, room for one block; the launch bound caps them at {cap}"
         )
         return replace(
             unstaged,
