@@ -17,15 +17,15 @@ import math
 import os
 import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .errors import ChainError, SpecError, one_line
 from .model import Plan, TokenRange
-from .plan import plan
-from .schedule import STREAM_MIN_ELEMS_PER_THREAD, thread_counts
+from .plan import plan, staged_inputs
+from .schedule import FRAGMENT_SQUEEZE, SM_REGISTERS, STREAM_MIN_ELEMS_PER_THREAD, fragment_registers, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,
@@ -125,7 +125,8 @@ def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
     first: 16-byte accesses; one row per block (two or four rows per block ran 1.2–2× slower at 4096 and
     7168); 24–64 values per thread (fewer ran 1.05–2× slower); a power-of-two block; for stream, about 32 KB
-    of rows in flight per SM and 128 threads (every stream winner had both); then prefetch on and the
+    of rows in flight per SM and 128 threads (every stream winner had both); for fragment, the planner's
+    launch bound (one block or two: bounds past that are _tight_bounds' to pick); then prefetch on and the
     values per thread nearest 32."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
@@ -136,6 +137,7 @@ def rank_key(p: Plan) -> tuple:
         not 24 <= s.elems_per_thread <= 64,
         s.threads & (s.threads - 1) != 0,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
+        s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
         abs(math.log2(s.elems_per_thread / 32)),
         not s.joint_reduction,
         not s.prefetch,
@@ -143,16 +145,41 @@ def rank_key(p: Plan) -> tuple:
     )
 
 
+# Launch bounds past two blocks per SM are tuning's to find (schedule.with_fragment_residency): on the planner's
+# own fragment schedule the session-9 probe found +0.05–0.10 × copy at the tightest bounds its register
+# estimate allows and collapses past them (docs/bench/sweep/ab.md runs 4–5), so quick times those two.
+QUICK_BOUNDS = 2
+
+
+def _tight_bounds(found: list[Candidate]) -> list[Candidate]:
+    """The planner's own fragment schedule under the QUICK_BOUNDS tightest launch bounds whose register cap
+    its estimate fits within FRAGMENT_SQUEEZE (tighter ones spilled), tightest first."""
+    own = found[0].plan.schedule
+    if own.variant != "fragment":
+        return []
+    need = fragment_registers(own, staged_inputs(found[0].plan.stages))
+    bounded = [
+        c
+        for c in found[1:]
+        if c.plan.schedule == replace(own, blocks_per_sm=c.plan.schedule.blocks_per_sm, reasons=c.plan.schedule.reasons)
+        and c.plan.schedule.blocks_per_sm > max(own.blocks_per_sm or 1, 2)
+        and need <= FRAGMENT_SQUEEZE * SM_REGISTERS // (c.plan.schedule.blocks_per_sm * own.threads)
+    ]
+    return sorted(bounded, key=lambda c: -c.plan.schedule.blocks_per_sm)[:QUICK_BOUNDS]
+
+
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
-    """The planner's own schedule (always timed: the winner must beat it) and the `count` − 1 others
-    rank_key puts first, taken from each variant in turn: which variant wins moved with the chain and
-    the width (NOTES.md steps 14–15), so neither is left out."""
+    """The planner's own schedule (always timed: the winner must beat it), its tightest launch bounds
+    (_tight_bounds) and the others rank_key puts first up to `count`, taken from each variant in turn:
+    which variant wins moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
+    bounds = _tight_bounds(found)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
-        by_variant.setdefault(candidate.plan.schedule.variant, []).append(candidate)
+        if candidate not in bounds:
+            by_variant.setdefault(candidate.plan.schedule.variant, []).append(candidate)
     turns = itertools.zip_longest(*by_variant.values())
     ranked = [c for turn in turns for c in turn if c is not None]
-    return [found[0], *ranked[: count - 1]]
+    return [found[0], *bounds, *ranked[: count - 1 - len(bounds)]]
 
 
 def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:

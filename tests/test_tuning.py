@@ -391,16 +391,28 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
 
 
 def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
-    from fusegen.tune import quick_candidates, rank_key, winners
+    from fusegen.tune import QUICK_BOUNDS, quick_candidates, rank_key, winners
 
     spec = spec_of(hidden=7168, dtype="bfloat16")
     found = candidates(spec)
     quick = quick_candidates(found, 8)
     assert quick[0] is found[0] and len(quick) == 8 < len(found)
     assert {c.plan.schedule.variant for c in quick} == {"fragment", "stream"}
-    # Ranked by the planner's rules: no candidate left out ranks above the worst one taken of its variant.
+    # Next the planner's own schedule under its tightest launch bounds past two, tightest first.
+    own = found[0].plan.schedule
+    bounds = quick[1 : 1 + QUICK_BOUNDS]
+    assert [c.plan.schedule.blocks_per_sm for c in bounds] == sorted((c.plan.schedule.blocks_per_sm for c in bounds), reverse=True)
+    for c in bounds:
+        s = c.plan.schedule
+        assert s.blocks_per_sm > 2 and (s.threads, s.vector_bytes, s.prefetch, s.joint_reduction) == (
+            own.threads,
+            own.vector_bytes,
+            own.prefetch,
+            own.joint_reduction,
+        )
+    # The rest ranked by the planner's rules: no candidate left out ranks above the worst one taken of its variant.
     for variant in ("fragment", "stream"):
-        taken = [rank_key(c.plan) for c in quick[1:] if c.plan.schedule.variant == variant]
+        taken = [rank_key(c.plan) for c in quick[1 + QUICK_BOUNDS :] if c.plan.schedule.variant == variant]
         left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
         assert max(taken) <= min(left)
     # With a fake timer the winner is the fastest of the quick set, and only where it beats the planner.
