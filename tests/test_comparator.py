@@ -150,3 +150,17 @@ def test_the_joint_kernels_rounding_ties_pass_and_a_bias_of_one_percent_fails(se
     checking.compare(module, joint_kernel_emulation(module, inputs), list(module.reference(*inputs)), "bfloat16", exact)
     with pytest.raises(AssertionError, match="not at their rounding midpoint"):
         checking.compare(module, joint_kernel_emulation(module, inputs, bias=1 + 2**-7), list(module.reference(*inputs)), "bfloat16", exact)
+
+
+def test_a_one_step_tie_passes_at_any_magnitude_of_the_values():
+    """The same rounding ties with every group's scale 64 (a rescale by √hidden before the quant, as the H200
+    measured): the dequantised values are 64× larger and one e4m3 step (2^-3 of the value) apart, which the
+    seed's rtol of 1e-1 refused above |v| = 4; two steps still fail."""
+    values, kernel_codes = tie_heavy_row()
+    scale = torch.full((values.shape[0], 1), 64.0)
+    oracle = lambda rows: {"q_unrounded": values[rows].double()}  # noqa: E731
+    checking.compare(MODULE, [kernel_codes, scale], [values.to(E4M3), scale.clone()], "float16", oracle)
+    two_steps = kernel_codes.clone()
+    two_steps[1, 10] = torch.tensor(1.25).to(E4M3)
+    with pytest.raises(AssertionError):
+        checking.compare(MODULE, [two_steps, scale], [values.to(E4M3), scale.clone()], "float16", oracle)

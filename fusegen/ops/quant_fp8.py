@@ -286,9 +286,13 @@ TIE_ROWS_CHECKED = 64
 # The error of an fp32 chain of a few operations, as a fraction of its largest operands' magnitude.
 FP32_NOISE = 2.0**-20
 # Dequantised values: one fp8 step apart at most where v/scale sits on a rounding boundary. e4m3 has 3
-# mantissa bits (a step is ≤ 12.5 % of the value, the seed's 1e-1 with its atol covers O(1) values); e5m2
-# has 2, so its step is twice as large.
-DEQUANT_TOLERANCE = {"float8_e4m3fn": (1e-1, 1e-1), "float8_e5m2": (2e-1, 2e-1)}
+# mantissa bits, so a step is up to 2^-3 of the value; e5m2 has 2, up to 2^-2. The seed's rtol of 1e-1
+# lies below e4m3's own step: with its atol of 1e-1 it admits that step only for |v| ≤ 4, so a chain whose
+# values are larger (a rescale by √hidden = 64 before the quant, on the H200: 6 of 1044480 codes one step
+# apart at rounding ties, 0.1250001 relative) failed the same rounding that passes at O(1) values. The
+# relative part is one step (and fp32's slack); the codes themselves are held to one step below.
+FP8_STEP_SLACK = 1 + 2.0**-10
+DEQUANT_TOLERANCE = {"float8_e4m3fn": (1e-1, 2.0**-3 * FP8_STEP_SLACK), "float8_e5m2": (2e-1, 2.0**-2 * FP8_STEP_SLACK)}
 
 SCALE_TOLERANCE = Close(
     dict.fromkeys(("float16", "bfloat16", "float32"), (1e-6, 1e-2)),
