@@ -406,12 +406,6 @@ CASES = {
         hidden=2048,
         schedule={"block_m": 4, "threads": 256},
     ),
-}
-
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {
     # A rescale after the norm, before or after RoPE (softmax scale, √hidden, LayerScale).
     "rescale_rms_quant_token": case(
         "RMSNorm → rescale by √hidden → per-token e4m3: the factor a constant of the kernel", [RMS, rescale(64.0), quant()]
@@ -438,6 +432,11 @@ PENDING_GPU_CASES: dict = {
         schedule={"variant": "stream", "joint_reduction": True},
     ),
 }
+
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them.
+PENDING_GPU_CASES: dict = {}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.
