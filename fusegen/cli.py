@@ -220,6 +220,19 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def _gpu_count(text: str) -> str:
+    """argparse type of --gpus: "all" or a whole number of at least one (checked against the GPUs later)."""
+    return text if text == "all" else str(_at_least_one(text))
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """argparse type of the internal --shard I/N: the I-th (from 0) of N shards."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"must be I/N with 0 <= I < N, not {text!r}")
+    return int(index), int(count)
+
+
 def _at_least_one(text: str) -> int:
     """argparse type of counts (--jobs, --tokens): a whole number, at least one."""
     try:
@@ -333,9 +346,16 @@ def parser() -> argparse.ArgumentParser:
         nargs="?",
         const=QUICK_CANDIDATES,
         metavar="K",
-        help=f"time only the planner's schedule and the K - 1 candidates the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
+        help=f"time only K candidates: the planner's schedule, it under its two tightest launch bounds, and those the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
     )
     tune.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
+    tune.add_argument(
+        "--gpus",
+        type=_gpu_count,
+        default="1",
+        help="tune on this many GPUs of the host at once, or 'all': one process per GPU, each on every N-th spec (default: 1)",
+    )
+    tune.add_argument("--shard", type=_shard, default=None, help=argparse.SUPPRESS)  # set by --gpus for its processes
     tune.add_argument("--tuning", default="tuning.json", help="the tuning file to update (default: tuning.json)")
     tune.add_argument("--gpu", default=None, help="the name to record the winners under (default: the name the GPU reports)")
     tune.set_defaults(func=cmd_tune)

@@ -16,6 +16,8 @@ import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +38,8 @@ from .tuning import (
     Tuning,
     WinnerHints,
     checked_gpu_name,
+    load_table,
+    merged_tables,
     problem_summary,
     save_table,
     with_winners,
@@ -288,6 +292,12 @@ def main(args) -> int:
     gpu, measured = recorded_environment(env, args.gpu)
     written = load_and_plan(collect_spec_files([Path(p) for p in args.paths]))
     specs = [KernelSpec.model_validate(v) for p in written for v in variants(p.spec, args.hidden, args.dtype)]
+    if args.shard is not None:
+        specs = shard_of(specs, args.shard)
+    else:
+        count = gpu_count(args.gpus, torch.cuda.device_count())
+        if count > 1:
+            return tune_on_devices(args, [spec.name for spec in specs], count, gpu, env)
     tuning = Tuning.load(Path(args.tuning), gpu)
     table = tuning.table
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -328,6 +338,87 @@ def main(args) -> int:
     print(text)
     print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
     return 0
+
+
+def gpu_count(asked: str, visible: int) -> int:
+    """How many GPUs `--gpus` asks for ("all" or a count), at most the `visible` ones."""
+    count = visible if asked == "all" else int(asked)
+    if count > visible:
+        raise SpecError("--gpus", "", f"asks for {count} GPUs; {visible} are visible (CUDA_VISIBLE_DEVICES chooses which)")
+    return count
+
+
+def shard_of(specs: list[KernelSpec], shard: tuple[int, int]) -> list[KernelSpec]:
+    """Shard i of n: every n-th spec from the i-th, in the order the paths list them."""
+    index, count = shard
+    return specs[index::count]
+
+
+def visible_devices(count: int) -> list[str]:
+    """The first `count` devices as CUDA_VISIBLE_DEVICES names them for a child (or by index where it is
+    unset): a shard pinned to one of them sees it as its device 0."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [name.strip() for name in visible.split(",") if name.strip()] if visible else [str(i) for i in range(count)]
+    return names[:count]
+
+
+def shard_command(args, shard: int, count: int, jobs: int, gpu: str, workdir: Path) -> list[str]:
+    """`fusegen tune` of one shard, as its own process: the same specs and options, its own tuning file and
+    report (merged by tune_on_devices), this run's GPU name, its share of the compile workers."""
+    command = [sys.executable, "-m", "fusegen", "tune", *args.paths]
+    if args.hidden:
+        command += ["--hidden", *map(str, args.hidden)]
+    if args.dtype:
+        command += ["--dtype", *args.dtype]
+    if args.quick:
+        command += ["--quick", str(args.quick)]
+    return command + [
+        "--jobs", str(jobs), "--gpu", gpu, "--tuning", str(workdir / "tuning.json"),
+        "--out-dir", str(workdir / "out"), "--shard", f"{shard}/{count}",
+    ]  # fmt: skip
+
+
+def tune_on_devices(args, names: list[str], count: int, gpu: str, env: dict) -> int:
+    """`fusegen tune --gpus N`: one process per GPU, each tuning every N-th spec on its own device (its own
+    compile pool: the CPUs split between them), then their winners merged into the tuning file and their
+    reports into one, in the specs' order. A shard that fails keeps what it measured before failing; the
+    run says which failed and where its log is, and exits 1."""
+    scratch = Path(tempfile.mkdtemp(prefix="fusegen-tune-shards-"))
+    jobs = max(1, (args.jobs or os.cpu_count() or 1) // count)
+    shards = []
+    for shard, device in enumerate(visible_devices(count)):
+        workdir = scratch / f"shard-{shard}"
+        workdir.mkdir()
+        with open(workdir / "log.txt", "w") as log:
+            process = subprocess.Popen(
+                shard_command(args, shard, count, jobs, gpu, workdir),
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": device},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        shards.append((shard, device, workdir, process))
+        print(f"shard {shard + 1}/{count} on GPU {device}: {len(names[shard::count])} kernel(s), log {workdir / 'log.txt'}")
+    table = load_table(Path(args.tuning))
+    report, failed = [], []
+    for shard, device, workdir, process in shards:
+        if process.wait():
+            failed.append(f"shard {shard + 1} (GPU {device}) exited {process.returncode}: see {workdir / 'log.txt'}")
+        if (workdir / "tuning.json").exists():
+            table = merged_tables(table, load_table(workdir / "tuning.json"))
+        if (workdir / "out" / "tune.json").exists():
+            report += json.loads((workdir / "out" / "tune.json").read_text())["problems"]
+    report.sort(key=lambda entry: names.index(entry["kernel"]))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))
+    text = render_report(report, env)
+    (out / "tune.md").write_text(text)
+    print(text)
+    changed = save_table(Path(args.tuning), table)
+    print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
+    for line in failed:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def render_report(report: list[dict], env: dict) -> str:

@@ -308,6 +308,16 @@ def with_winners(table: TuningTable, spec, gpu: str, winners: GpuWinners) -> Tun
     return TuningTable(problems=problems)
 
 
+def merged_tables(table: TuningTable, part: TuningTable) -> TuningTable:
+    """`table` with `part`'s winners laid over it, problem by problem and GPU by GPU: how the tables of
+    tune's per-GPU shards (each over its own specs) join the file the run updates."""
+    problems = dict(table.problems)
+    for key, tuned in part.problems.items():
+        gpus = {**problems[key].gpus, **tuned.gpus} if key in problems else tuned.gpus
+        problems[key] = tuned.model_copy(update={"gpus": gpus})
+    return TuningTable(problems=problems)
+
+
 def save_table(path: Path, table: TuningTable) -> bool:
     """Writes the table if its text changed (atomically); returns whether it did."""
     text = json.dumps(table.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
