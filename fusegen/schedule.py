@@ -493,7 +493,8 @@ def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> i
 
 def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
     """Blocks per SM of a fragment schedule: two where registers would otherwise keep one and the launch
-    bound can fit two (FRAGMENT_SQUEEZE) — without staging the side inputs if only that fits — else one.
+    bound can fit two (FRAGMENT_SQUEEZE) — without staging the side inputs if only that fits, or if staged
+    they fit only squeezed and unstaged they fit the cap outright — else one.
 
     A bound past two is left to the hint and to `fusegen tune`: measured on the H200 (session 9,
     docs/bench/sweep/ab.md runs 4–5, 16384 tokens), bounding every fragment kernel at the most blocks the
@@ -516,15 +517,20 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
     cap = SM_REGISTERS // (2 * schedule.threads)
     if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
         return replace(schedule, blocks_per_sm=1)
-    if fits_two_blocks(need, schedule.threads):
-        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
-        return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
     unstaged = replace(schedule, prefetch=False)
     unstaged_need = fragment_registers(unstaged, side_inputs)
-    if schedule.prefetch and spec.schedule.prefetch == "auto" and fits_two_blocks(unstaged_need, schedule.threads):
+    may_unstage = schedule.prefetch and spec.schedule.prefetch == "auto"
+    # Two blocks that fit only by squeezing the staged side inputs under the cap ran slower than the same two
+    # blocks reading them where used, which fit the cap outright (session 9, H200, 16384 tokens: fp16 RMSNorm
+    # → RoPE → FP8 16384 0.69 → 0.82, with Y in bf16 0.85 → 0.93, fp16 LayerNorm → RoPE 12288 0.72 → 0.81;
+    # docs/bench/sweep/ab.md run 4, tuned-below/).
+    if fits_two_blocks(need, schedule.threads) and not (may_unstage and need > cap >= unstaged_need):
+        why = f"two blocks per SM: ~{need} registers a thread would leave room for one; the launch bound caps them at {cap}"
+        return replace(schedule, blocks_per_sm=2, reasons=schedule.reasons + (why,))
+    if may_unstage and fits_two_blocks(unstaged_need, schedule.threads):
         why = (
             f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
-            f"registers a thread, room for one block; the launch bound caps them at {cap}"
+            f"registers a thread, over the {cap} the launch bound caps them at; read where used, ~{unstaged_need}"
         )
         return replace(
             unstaged,

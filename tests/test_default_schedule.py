@@ -140,6 +140,19 @@ def test_a_wide_row_that_registers_keep_to_one_block_per_sm_asks_for_two():
     assert any("two blocks per SM" in r for r in s.reasons)
 
 
+def test_two_blocks_that_fit_only_squeezed_read_the_side_inputs_where_used():
+    """fp16 RMSNorm → RoPE → FP8 16384 on two 512-thread blocks: the staged weight takes ~80 registers
+    against a cap of 64 (0.69 × copy), read where used it fits the cap (0.82; with Y in bf16 0.85 → 0.93).
+    Where nothing per column is staged (MLA q_b: cos/sin per token) the two blocks keep their prefetch."""
+    s = planned([RMS, rope(), quant()], "float16", 16384, outputs={"y": False})
+    assert (s.threads, s.blocks_per_sm, s.prefetch) == (512, 2, False)
+    assert any("read where used" in r for r in s.reasons)
+    pinned = planned([RMS, rope(), quant()], "float16", 16384, outputs={"y": False}, schedule={"prefetch": True})
+    assert (pinned.blocks_per_sm, pinned.prefetch) == (2, True)
+    p = load_and_plan([ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"])[0]
+    assert (p.routes[0].schedule.blocks_per_sm, p.routes[0].schedule.prefetch) == (2, True)
+
+
 def test_side_inputs_too_big_to_stage_in_two_blocks_are_read_where_used():
     """fp32 LayerNorm → FP8 12288 stages weight and bias in fp32: ~104 registers against the 64 of two
     blocks, which spilled and ran 0.47 × copy; unstaged on two blocks it ran 0.86, staged on one 0.63."""
