@@ -14,6 +14,8 @@ from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_b
 # The stream grid, a variable of the program's scope: the prim_func, named after the kernel, lives in
 # that scope too, and a kernel name never starts with an underscore.
 STREAM_GRID = "_grid"
+# The part of its row a block of a split row holds (Schedule.row_split): the grid's second index.
+PART = "part"
 # The module-level name of the row's width (kernel.py binds it); fragments write it where they use the width.
 HIDDEN = "HIDDEN"
 # The module-level name of a head's width (the spec's head_dim), bound by the stages that work per head
@@ -24,6 +26,7 @@ _ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 # The extents a program's factory derives from its parameters (model.Layout.row_threads, .chunks, .warps),
 # as source, each after those it uses: {row_threads} is one block row's threads as the factory names them.
 DERIVED_EXTENTS = {
+    "part_columns": "HIDDEN // row_split  # the width of one part of a row, each part on a block of its own",
     "row_threads": "threads // block_m  # one block row's threads (whole warps)",
     "chunks": "{columns} // ({row_threads} * vector)  # vectors each thread holds of a row",
     "warps": "{row_threads} // 32",
@@ -114,7 +117,8 @@ def constant_line(constant: Constant) -> str:
 
 @dataclass(frozen=True)
 class KernelFrame:
-    """Names visible inside `with T.Kernel(...) as block:`; the row fragment is `row` (block_m, columns)."""
+    """Names visible inside `with T.Kernel(...) as block:` (`as (block, part)` where a row is split over
+    blocks); the row fragment is `row` (block_m, columns)."""
 
     layout: Layout
     tokens: str  # "m" (dynamic) or the pinned count
@@ -177,6 +181,52 @@ class KernelFrame:
     def hidden(self) -> int:
         return self.layout.hidden
 
+    @property
+    def width(self) -> str:
+        """The unpadded columns the block holds of its row, as the program writes them: HIDDEN, or a part's."""
+        return rendered(self.layout.hidden)
+
+    def in_part(self, index: str, per_part: int) -> str:
+        """`index` of an axis that a split row's parts share out, `per_part` entries each (its columns,
+        heads or groups), as an index of the whole row's: offset to the block's part. As it is unsplit."""
+        if self.layout.parts == 1:
+            return index
+        count = rendered(per_part)
+        # A count written as an expression (part_columns // HEAD_DIM) is bracketed: part times the count.
+        base = f"{PART} * ({count})" if " " in count else f"{PART} * {count}"
+        return base if index == "0" else f"{base} + {index}"
+
+    def load_row(self, param: str, fragment: str) -> list[str]:
+        """The block's rows of a (tokens, hidden) input into a fragment of the row's shape, from the first
+        column of the block's part; padding columns 0 (split_padding)."""
+        if not self.split_padding:
+            return [f"T.copy({param}[{self.token('0')}, {self.in_part('0', self.layout.hidden)}], {fragment})"]
+        dtype = string_literal(self.planned(fragment).dtype)
+        load = f"T.cast({param}[{self.token('0')}, {self.in_part('j', self.layout.hidden)}], {dtype})"
+        return [
+            f"for j in T.Parallel({self.columns}):",
+            f"    {fragment}[j] = T.if_then_else(j < {self.width}, {load}, T.cast(0, {dtype}))",
+        ]
+
+    def store_row(self, fragment: str, param: str, per_part: int | None = None) -> list[str]:
+        """Stores a fragment of the row's shape into the block's rows of a (tokens, N) output, N a row's
+        columns or (`per_part` a part's) its groups, from the block's part on; padding not stored."""
+        per_part = self.layout.hidden if per_part is None else per_part
+        if not self.split_padding:
+            return [f"T.copy({fragment}, {param}[{self.token('0')}, {self.in_part('0', per_part)}])"]
+        return [
+            f"for j in T.Parallel({rendered(self.planned(fragment).shape[-1])}):",
+            f"    if j < {rendered(per_part)}:",
+            f"        {param}[{self.token('0')}, {self.in_part('j', per_part)}] = {fragment}[j]",
+        ]
+
+    @property
+    def split_padding(self) -> bool:
+        """Whether the block holds a padded part of a split row. T.copy masks a row's padding by the end of
+        the tensor's row, which bounds only the last part: the other parts' padding would read and write
+        the next part's first columns. Their copies are loops masked at the part's end instead."""
+        return self.layout.parts > 1 and self.layout.pads_columns
+
     def pin_row_layout(self, fragment: str) -> str:
         """Fixes the row fragment's thread mapping (layout_functions' row_thread, row_index). Left to
         inference, the layout can be derived from the RoPE span loop (breaking the row reduction for small
@@ -204,9 +254,9 @@ class KernelFrame:
             start, end = tensor.columns
             at, valid = f"{col} - {start}", all_of([f"{start} <= {col}", f"{col} < {end}"])
         else:
-            at, valid = col, None
+            at, valid = self.in_part(col, self.layout.hidden), None
         if self.layout.pads_columns and valid is None:
-            valid = f"{col} < {HIDDEN}"
+            valid = f"{col} < {self.width}"
         return f"{tensor.param}[{at}]", valid
 
     def staged_column_param(self, tensor: Tensor) -> list[str]:
@@ -375,13 +425,13 @@ class KernelFrame:
         return load
 
     def store_per_head(self, param: str, fragment: str, heads: int) -> list[str]:
-        """Writes one float per row and head (a per-head rstd) from a per-row fragment of padded heads;
-        the padding's heads and rows past the last token are not stored."""
+        """Writes one float per row and head (a per-head rstd) from a per-row fragment of padded heads,
+        `heads` of them the block's own; the padding's heads and rows past the last token are not stored."""
         padded_heads = self.planned(fragment).shape[-1]
         conditions = self._row_exists() + ([f"h < {rendered(heads)}"] if padded_heads > heads else [])
         return [
             self.loop(("h", rendered(padded_heads))),
-            *indent(guarded(conditions, f"{param}[{self.token()}, h] = {fragment}[{self.at('h')}]"), 4),
+            *indent(guarded(conditions, f"{param}[{self.token()}, {self.in_part('h', heads)}] = {fragment}[{self.at('h')}]"), 4),
         ]
 
     def store_per_row(self, param: str, fragment: str, trailing_index: str = "") -> list[str]:

@@ -24,7 +24,8 @@ def describe_plan(p: Plan) -> str:
         s = route.schedule
         out += [
             f"  program_{index}, tokens {route.label()}: {schedule_summary(route)} ({route.origin})",
-            f"    vector {s.vector_elems} elements, row padded to {s.padded_hidden} columns, {s.elems_per_thread} fp32 values "
+            f"    vector {s.vector_elems} elements, {'each part' if s.row_split > 1 else 'row'} padded to {s.padded_hidden} columns, "
+            f"{s.elems_per_thread} fp32 values "
             f"per thread (~{s.register_estimate} registers)",
             *(f"    - {r}" for r in s.reasons),
         ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from .codegen import (
     DERIVED_EXTENTS,
     HIDDEN,
+    PART,
     STREAM_GRID,
     KernelFrame,
     constant_line,
@@ -45,6 +46,7 @@ FACTORY_PARAMETERS = {
     "threads": lambda s: s.threads,
     "vector": lambda s: s.vector_elems,
     "block_m": lambda s: s.block_m,
+    "row_split": lambda s: s.row_split,
     "columns": lambda s: s.padded_hidden,
     "blocks_per_sm": lambda s: s.blocks_per_sm,
     "prefetch": lambda s: s.prefetch,
@@ -116,7 +118,7 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     prologue = frame.stage_inputs(side_inputs)
     if prefetch_parameter:
         prologue = ["if prefetch:", *indent(prologue, 4)]
-    return [*lines, f"T.copy(X[{frame.token('0')}, 0], row)", *prologue, *_chain(plan, route, frame, joint_parameter)]
+    return [*lines, *frame.load_row("X", "row"), *prologue, *_chain(plan, route, frame, joint_parameter)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool = False) -> list[str]:
@@ -130,7 +132,7 @@ def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool =
 
 
 def _store_y(plan: Plan, frame: KernelFrame, position: int) -> list[str]:
-    return [f"T.copy(row, Y[{frame.token('0')}, 0])"] if plan.y_before == position else []
+    return frame.store_row("row", "Y") if plan.y_before == position else []
 
 
 def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
@@ -191,6 +193,7 @@ def schedule_summary(route: Route) -> str:
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
+        + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
         + (f", {s.blocks_per_sm} blocks per SM" if s.variant == "fragment" and s.blocks_per_sm > 1 else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
@@ -246,6 +249,7 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     s = route.schedule
     return ", ".join(
         [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
+        + (["each row split over row_split blocks"] if s.row_split > 1 else [])
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
         + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
         + _switch("prefetch", s.prefetch, parameters, "side inputs prefetched")
@@ -268,7 +272,7 @@ def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False, jo
         f"def {PRIM_FUNC}(",
         *indent(signature, 4),
         "):",
-        f"    with T.Kernel({_grid(plan, s)}, threads=threads) as block:",
+        f"    with T.Kernel({_grid(plan, s)}, threads=threads) as {f'(block, {PART})' if s.row_split > 1 else 'block'}:",
         *indent(kernel_body(plan, route, prefetch_parameter, joint_parameter), 8),
     ]
     frame = KernelFrame(s.layout(plan.hidden), _tokens_symbol(plan))
@@ -345,7 +349,7 @@ def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> st
     if single:
         return "fused_program"
     s = route.schedule
-    features = [s.variant] + (["block_m"] if s.block_m > 1 else [])
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["split"] if s.row_split > 1 else [])
     features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
     features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []
     return "_".join(features + ["program"])
@@ -434,6 +438,10 @@ def _programs(plan: Plan) -> list[str]:
 
 
 def _grid(plan: Plan, s: Schedule) -> str:
+    if s.row_split > 1:
+        # The tokens stay on the grid's x axis (up to 2^31 − 1 blocks; y holds 65535), each the block index
+        # as in every other fragment program; a row's parts go on y.
+        return f"{_tokens_symbol(plan)}, row_split"
     if s.variant != "stream":
         return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, block_m)"
     # Never more blocks than tokens: every block owns at least its first row.

@@ -187,13 +187,17 @@ class Layout:
     and row i's thread t' (block thread i · row_threads + t') holds `vector` contiguous columns of every
     row_tile = row_threads · vector columns of that row: the padded row is a whole number of row tiles.
     A row's reductions then stay among its own warps, and a thread holds one row's values (its per-row
-    statistics and cos/sin once), however many rows the block has."""
+    statistics and cos/sin once), however many rows the block has.
+
+    A row split over `parts` blocks (Schedule.row_split) is laid out the same way in each part: `hidden`
+    is then a part's width, and the block of part p holds the row's columns from p · hidden on."""
 
     block_m: int
-    hidden: int
+    hidden: int  # the columns a block holds of each of its rows: the row's, or its part's
     padded_hidden: int
     threads: int
     vector: int  # elements per vector access
+    parts: int = 1
 
     @property
     def pads_columns(self) -> bool:
@@ -255,6 +259,9 @@ class Schedule:
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream and fragment: resident blocks per SM, the launch bound
     ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
+    # fragment: the blocks each row is split over, each holding hidden / row_split contiguous columns; the
+    # schedule's padded_hidden and elems_per_thread are then a part's.
+    row_split: int = 1
 
     @property
     def builds_row(self) -> bool:
@@ -263,13 +270,16 @@ class Schedule:
     def layout(self, hidden: int) -> Layout:
         """The layout, its extents named as the program's factory names them. One row per block stays the
         number 1 (a factory for one row per block indexes the row by `block` alone). split-K's chunk width
-        stays a number: its emitter unrolls the chunks by count."""
+        stays a number: its emitter unrolls the chunks by count. A block's width is the module's HIDDEN, or
+        with a split row the factory's `part_columns`."""
         rows = Extent(self.block_m, "block_m") if self.block_m > 1 else self.block_m
+        width = Extent(hidden // self.row_split, "HIDDEN" if self.row_split == 1 else "part_columns")
         if self.variant == "splitk":
             columns = self.blk_k
         else:
-            columns = Extent(self.padded_hidden, "HIDDEN" if self.padded_hidden == hidden else "columns")
-        return Layout(rows, hidden, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"))
+            columns = Extent(self.padded_hidden, width.symbol if self.padded_hidden == width else "columns")
+        parts = Extent(self.row_split, "row_split")
+        return Layout(rows, width, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), parts)
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,12 @@ def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(sorted(set(POWER_OF_TWO_THREADS) | exact))
 
 
-def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int) -> Schedule:
+def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int, row_split: int = 1) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
-    (to a whole number of row tiles: the threads of one block row × vector)."""
+    (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
+    blocks is scheduled as one part of it: a row of hidden / row_split columns."""
     elem = DTYPE_BYTES[spec.dtype]
-    n = spec.hidden
+    n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
     for threads in (threads_hint,) if threads_hint else thread_counts(spec):
@@ -125,9 +126,14 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         else f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
     )
     reasons = [
-        f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the row in {per_thread // vector} "
+        f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the {'part' if row_split > 1 else 'row'} in {per_thread // vector} "
         f"vector(s) per thread ({per_thread} fp32 values), {why}",
     ]
+    if row_split > 1:
+        reasons.append(
+            f"each row split over {row_split} blocks (the row_split hint), block p holding columns [p·{n}, (p + 1)·{n}): "
+            f"{row_split} times the blocks of one row per block, no op reducing across the parts"
+        )
     if block_m > 1:
         row_threads = threads // block_m
         reasons.append(
@@ -136,9 +142,9 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         )
     if padded != n:
         reasons.append(
-            f"hidden {n} is not a multiple of {threads // block_m}×{vector}"
+            f"{'a part of ' if row_split > 1 else 'hidden '}{n} is not a multiple of {threads // block_m}×{vector}"
             + (f" and the group size {multiple}" if multiple > 1 else "")
-            + f": the row is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
+            + f": the {'part' if row_split > 1 else 'row'} is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
     if vector * elem < 16:
         reasons.append(
@@ -157,6 +163,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
         joint_reduction=False,
         register_estimate=2 * per_thread + 32,
         reasons=tuple(reasons),
+        row_split=row_split,
     )
 
 
@@ -387,6 +394,49 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, reasons=schedule.reasons + (reason,))
 
 
+# A split row's parts count along the grid's y axis, which holds at most this many blocks (the tokens keep x).
+MAX_ROW_SPLIT = 65535
+
+
+def _checked_row_split(spec: KernelSpec, variant: str, block_m: int, multiple: int) -> int:
+    """The blocks each row is split over: 1 unless the row_split hint asks for more, which the chain must
+    allow — variant fragment, one row per block, no op that needs the whole row in one block
+    (ops.Op.needs_whole_row), and parts of whole heads and of whole multiples of every op's columns
+    (`multiple`: ops.Op.columns_multiple_of, a quantisation group), so that none spans two parts."""
+    key, n = "schedule.row_split", spec.hidden
+    if spec.schedule.row_split == "auto":
+        return 1
+    divisors = tuple(d for d in range(1, min(n, MAX_ROW_SPLIT) + 1) if n % d == 0)
+    described = f"the blocks each row is split over, a divisor of hidden = {n} up to {MAX_ROW_SPLIT}"
+    row_split = _checked_hint(spec.schedule.row_split, key, divisors, described)
+    if row_split == 1:
+        return 1
+    if variant not in ("auto", "fragment"):
+        raise ChainError(
+            key,
+            f'splits a row over blocks of variant "fragment" only, not "{variant}"; set variant = "fragment" or "auto", or row_split = "auto"',
+        )
+    if block_m != 1:
+        raise ChainError(key, f'splits one row over several blocks: block_m must be "auto" or 1 with it, got {block_m}')
+    context = chain_context(spec)
+    for index, op in enumerate(spec.op):
+        if need := REGISTRY[op.kind].needs_whole_row(op, context):
+            raise ChainError(
+                key,
+                f'must be "auto" or 1 for this chain, got {row_split}: op[{index}] {op.kind} {need}; a row is split only '
+                "where every op works on the columns of its part alone",
+            )
+    unit = math.lcm(multiple, spec.head_dim or 1)
+    if n // row_split % unit:
+        fitting = ", ".join(str(d) for d in divisors if n // d % unit == 0)
+        raise ChainError(
+            key,
+            f"{row_split} parts of {n // row_split} columns would cut a head or group in two: a part must be a multiple of "
+            f"{unit} columns; allowed: {fitting}",
+        )
+    return row_split
+
+
 def choose_schedule(spec: KernelSpec) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known."""
     hints = spec.schedule
@@ -410,6 +460,7 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
+    row_split = _checked_row_split(spec, variant, block_m, multiple)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:
@@ -422,7 +473,7 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
         if variant == "splitk":
             return _splitk_schedule(spec, block_m, threads, hints.blk_k)
     try:
-        schedule = _row_schedule(spec, block_m, threads, multiple)
+        schedule = _row_schedule(spec, block_m, threads, multiple, row_split)
     except ChainError:
         if variant == "auto" and len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], "splitk"):
             return _splitk_schedule(spec, block_m, threads, "auto")
@@ -551,6 +602,9 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         return schedule
     if spec.schedule.variant != "auto":
         return with_fragment_residency(spec, schedule, side_inputs)
+    if schedule.row_split > 1:
+        fragment = "variant auto → fragment: the stream variant's persistent blocks take whole rows, not parts of them"
+        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     why = _stream_by_default(spec, schedule, side_inputs)
     if why is None:
         fragment = "variant auto → fragment: the whole row fits in registers, so x is read once"

@@ -117,6 +117,14 @@ class ScheduleHints(Strict):
             "stream only: rows a block holds in its ring, 2, 3 or 4, all but one in flight. " + AUTO
         ),
     )
+    row_split: Literal["auto"] | int = Field(
+        **added_key("auto"),
+        json_schema_extra=described(
+            "fragment, one row per block: the blocks each row is split over, each taking hidden / row_split contiguous "
+            "columns, for chains where no op reduces across the whole row (heads, groups and RoPE spans lie inside a part). "
+            "'auto' keeps one block per row."
+        ),
+    )
 
 
 # Union[...] of a tuple built at import time: the `X | Y` form has no spelling for a computed list of types.

@@ -25,6 +25,7 @@ from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from .errors import SpecError, shown
 from .model import TokenRange
+from .ops import added_key
 from .strict import Strict
 
 TUNING_FILE = "tuning.json"
@@ -119,6 +120,8 @@ class WinnerHints(Strict):
     joint_reduction: Literal["auto"] | bool = "auto"  # absent in files tuned before the hint existed
     blocks_per_sm: Literal["auto"] | int = "auto"  # likewise
     ring_slots: Literal["auto"] | int = "auto"  # likewise
+    # Left out of the hints at "auto", so the winners of every tuned kernel, and its identity, stay as they were.
+    row_split: Literal["auto"] | int = Field(**added_key("auto"))
 
 
 class BucketWinner(Strict):

@@ -436,7 +436,52 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # A row split over several blocks (schedule row_split), each holding contiguous columns: whole heads and groups.
+    "mla_q_b_split8": case(
+        "DeepSeek-V3's q_b RoPE (128 heads of 192, gptj tail 64 from the cache) with each row split over 8 blocks of 16 heads",
+        [rope(64, style="gptj", source="cache", max_position=8192)],
+        hidden=24576,
+        head_dim=192,
+        schedule={"row_split": 8},
+    ),
+    "mla_q_b_split16_8_tokens": case(
+        "the q_b RoPE at 8 tokens (pinned), each row over 16 blocks of 8 heads: 128 blocks where one row per block makes 8",
+        [rope(64, style="gptj", source="cache", max_position=8192)],
+        hidden=24576,
+        head_dim=192,
+        tokens=8,
+        schedule={"row_split": 16},
+    ),
+    "qk_norm_rope_cache_split4": case(
+        "QK-norm per head (rstd per head, from each part's first head on) → neox RoPE of the whole head from the cache, 4 parts of 8 heads",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=4096)],
+        head_dim=128,
+        outputs={"rstd": True},
+        schedule={"row_split": 4},
+    ),
+    "rope_quant_column_split4": case(
+        "per-head gptj RoPE → group-128 quant with column-major scales, 4 parts: each part's scales from its first group on",
+        [rope(64, style="gptj"), quant(128, scale_layout="column")],
+        "float16",
+        head_dim=128,
+        schedule={"row_split": 4},
+    ),
+    "head_norm_padded_split2": case(
+        "a padded part: 20 heads of 64 in 2 parts of 640 columns, each padded to 1024 (64 threads × 8): copies masked at the part",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64)],
+        hidden=1280,
+        head_dim=64,
+        outputs={"rstd": True},
+        schedule={"row_split": 2, "threads": 64},
+    ),
+    "add_rescale_quant_padded_split2": case(
+        "residual add → rescale with a weight → group-8 quant, column scales, 2 parts of 1000 padded to 1024: every load and store masked at the part",
+        [ADD, rescale(0.5, weight=True), quant(8, scale_layout="column")],
+        hidden=2000,
+        schedule={"row_split": 2},
+    ),
+}
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
 # tokens, for chains with weight, cos/sin, bias and group scales.

@@ -116,6 +116,11 @@ class ChainContext:
     def padded_hidden(self) -> int:
         return self.layout.padded_hidden if self.layout else self.hidden
 
+    @property
+    def block_hidden(self) -> int:
+        """The columns a block holds of a row: all of them, or one part's of a split row (model.Layout.hidden)."""
+        return self.layout.hidden if self.layout else self.hidden
+
     def rows(self, *dims: int) -> tuple[int, ...]:
         """A per-row buffer's shape (model.row_shape)."""
         return row_shape(self.block_m, *dims)
@@ -234,6 +239,13 @@ class Op(ABC, Generic[S]):
     def columns_multiple_of(self, op: S, ctx: ChainContext) -> int:
         """The padded row must be a multiple of this."""
         return 1
+
+    def needs_whole_row(self, op: S, ctx: ChainContext) -> str | None:
+        """What of this op needs every column of a row in one block, in words that follow the op's kind in
+        an error ("normalises over the whole row"); None where a block holding one part of the row runs it
+        on the part's columns alone (schedule.row_split: contiguous columns, whole heads, whole multiples of
+        columns_multiple_of)."""
+        return None
 
     def accepts_layout(self, op: S, ctx: ChainContext, vector: int, threads: int) -> bool:
         """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""

@@ -82,18 +82,17 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     each_column, at = frame.loop(("j", frame.columns)), frame.at("j")
     (residual,) = stage.inputs
     dtype = string_literal(residual.dtype)
-    row = frame.token("0")
     summed = f'row[{at}] + T.cast(residual_row[{at}], "float32")'
     lines = [
         frame.alloc("residual_row"),
         frame.pin_row_layout("residual_row"),
-        f"T.copy(Residual[{row}, 0], residual_row)",
+        *frame.load_row("Residual", "residual_row"),
         # Rounded once to the dtype the stream is stored in; the norm reads that value, as the model does.
         each_column,
         f"    residual_row[{at}] = T.cast({summed}, {dtype})",
     ]
     if stage.params["writes_residual"]:
-        lines.append(f"T.copy(residual_row, ResidualOut[{row}, 0])")
+        lines += frame.store_row("residual_row", "ResidualOut")
     return lines + [each_column, f'    row[{at}] = T.cast(residual_row[{at}], "float32")']
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HIDDEN, KernelFrame, literal
+from ..codegen import KernelFrame, literal
 from ..cuda_checks import Check, fragment_vector_store
 from ..model import Constant, Reduction, Schedule, Scratch, Stage
 from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, norm, register
@@ -88,7 +88,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     if frame.layout.pads_columns and extent.over == "row":
         # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance. (Padding is whole
         # heads, each of mean 0; a column range ends inside the row.)
-        centered = f"T.if_then_else(j < {HIDDEN}, {centered}, 0.0)"
+        centered = f"T.if_then_else(j < {frame.width}, {centered}, 0.0)"
     affine = f"{value} * rstd[{at}]"
     for tensor in stage.inputs:
         affine += f" * {frame.column_param(tensor)}" if tensor.arg == "weight" else f" + {frame.column_param(tensor)}"
@@ -172,6 +172,9 @@ class LayerNorm(Op[LayerNormSpec]):
     def columns_multiple_of(self, op, ctx):
         # A per-head reduction reshapes the padded row into whole heads.
         return ctx.head_dim if op.over == "head" else 1
+
+    def needs_whole_row(self, op, ctx):
+        return norm.needs_whole_row(op)
 
     def small_variant(self, op, small, full):
         return norm.small_variant(op, small, full)

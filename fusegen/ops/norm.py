@@ -91,6 +91,17 @@ def check(op, ctx: ChainContext) -> list[tuple[str, str]]:
     return []
 
 
+def needs_whole_row(op) -> str | None:
+    """ops.Op.needs_whole_row of a norm: statistics over the row or a column range of it need those columns
+    in one block; a head's columns lie in one part of a split row."""
+    if op.over == "head":
+        return None
+    if op.columns is not None:
+        lo, hi = op.columns
+        return f"normalises over columns [{lo}, {hi}) of the row, not over each part"
+    return "normalises over the whole row"
+
+
 @dataclass(frozen=True)
 class Extent:
     """The columns a norm's statistics cover, as a stage's params hold it."""
@@ -230,7 +241,7 @@ class Extent:
     def store(self, frame: KernelFrame, param: str, fragment: str) -> list[str]:
         if self.over != "head":
             return frame.store_per_row(param, fragment)
-        return frame.store_per_head(param, fragment, self.heads_in(self.row_width))
+        return frame.store_per_head(param, fragment, self.heads_in(frame.layout.hidden))
 
     # --- torch reference and float64 oracle ---
     @property

@@ -215,7 +215,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
         def each_group(statements: list[str]) -> list[str]:
             return [frame.loop(("k", groups)), *indent(statements, 4)]
 
-        store_scale = [f"T.copy(group_scale, Scale[{frame.token('0')}, 0])"]
+        store_scale = frame.store_row("group_scale", "Scale", _groups(frame.layout.hidden, p["group_size"]))
     amax = f"group_scale[{at}]" + (f" * {row_scale}[{frame.at()}]" if row_scale else "")
     return [
         *each_group(
@@ -230,7 +230,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
         # instructions per element in kernels that issue an instruction on ~2 of every 3 cycles (ncu,
         # NOTES.md step 14), and turned NaN into fp8_max.
         f"    quantized[{frame.at('j')}] = T.cast(row[{frame.at('j')}] * inverse_scale[{at_column}], {string_literal(p['fp8_dtype'])})",
-        f"T.copy(quantized, Q[{frame.token('0')}, 0])",
+        *frame.store_row("quantized", "Q"),
         *store_scale,
     ]
 
@@ -420,6 +420,9 @@ class QuantFP8(Op[QuantFP8Spec]):
 
     def columns_multiple_of(self, op: QuantFP8Spec, ctx: ChainContext) -> int:
         return 1 if op.group_size == "token" else op.group_size
+
+    def needs_whole_row(self, op: QuantFP8Spec, ctx: ChainContext) -> str | None:
+        return 'takes one scale from the amax of the whole row (group_size = "token")' if op.group_size == "token" else None
 
     def oracle_step(self, v, op, inputs, head_dim):
         m, n = v.shape

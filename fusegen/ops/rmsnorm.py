@@ -314,6 +314,9 @@ class RMSNorm(Op[RMSNormSpec]):
         # A per-head reduction reshapes the padded row into whole heads.
         return ctx.head_dim if op.over == "head" else 1
 
+    def needs_whole_row(self, op, ctx):
+        return norm.needs_whole_row(op)
+
     def small_variant(self, op, small, full):
         return norm.small_variant(op, small, full)
 

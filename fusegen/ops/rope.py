@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of, shape_source
+from ..codegen import HEAD_DIM, KernelFrame, all_of, shape_source
 from ..cuda_checks import Check
 from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
@@ -176,7 +176,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 "rope_span",
                 "shared",
-                ctx.rows(_span_buffer_width(op.rope_dim, ctx.heads)),
+                ctx.rows(_span_buffer_width(op.rope_dim, ctx)),
                 "float32",
                 "the span's values, so each thread can read its partner",
                 barrier=True,
@@ -207,9 +207,10 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
-def _span_buffer_width(rope_dim: int, heads: int) -> Extent:
-    """The shared span copy's width: one span, or the span of every head side by side."""
-    return Extent(heads * rope_dim, "ROPE_DIM" if heads == 1 else f"{HIDDEN} // {HEAD_DIM} * ROPE_DIM")
+def _span_buffer_width(rope_dim: int, ctx: ChainContext) -> Extent:
+    """The shared span copy's width: one span, or the span of every head the block holds side by side."""
+    heads = ctx.block_hidden // ctx.head_dim if ctx.head_dim else 1
+    return Extent(heads * rope_dim, "ROPE_DIM" if heads == 1 else f"{rendered(ctx.block_hidden)} // {HEAD_DIM} * ROPE_DIM")
 
 
 def _partner_scratch(ctx: ChainContext, why: str) -> Scratch:
@@ -401,7 +402,7 @@ def _emit_over_row(stage: Stage, frame: KernelFrame) -> list[str]:
     cos, sin = _cos_sin(stage, frame, pair)
     conditions = [] if p["rope_dim"] == rotated_width(p, frame.hidden) else [f"0 <= {k}", f"{k} < ROPE_DIM"]
     if frame.layout.pads_columns:
-        conditions.append(f"j < {HIDDEN}")  # padding columns would index past the span buffer
+        conditions.append(f"j < {frame.width}")  # padding columns would index past the span buffer
     in_span = all_of(conditions) if conditions else None
 
     element = f"row[{frame.at('j')}]"
@@ -538,6 +539,13 @@ class Rope(Op[RopeSpec]):
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
     accepts_layout = staticmethod(accepts_layout)
+
+    def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
+        if ctx.head_dim is not None:
+            return None  # a span in every head: a part of whole heads holds its spans whole
+        return (
+            f"rotates one span of the row (its {op.span} {op.rope_dim} columns), not one in every part (with head_dim: one in every head)"
+        )
 
     def oracle_step(self, v, op, inputs, head_dim):
         d, n = op["rope_dim"], v.shape[1]

@@ -1,0 +1,168 @@
+"""A row split over several blocks (schedule row_split): block p of a row holds its columns [p·W, (p+1)·W),
+planned as a row of W columns, for chains whose ops each work inside a part (whole heads and groups). The
+refused chains, where the part offsets go, the masked copies of a padded part, and that nothing changes
+where the hint is left "auto"."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from cases import CASES, PENDING_GPU_CASES, spec_for
+
+from fusegen.build import collect_spec_files, load_and_plan
+from fusegen.emit import kernel_module, plan_json, reference_module
+from fusegen.errors import ChainError
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
+from fusegen.tuning import Tuning
+
+ROOT = Path(__file__).resolve().parent.parent
+# DeepSeek-V3's q_b: 128 heads of 192, gptj RoPE on the last 64 of each from a cos_sin_cache.
+Q_B = {
+    "name": "q_b",
+    "dtype": "bfloat16",
+    "hidden": 24576,
+    "head_dim": 192,
+    "op": [{"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 8192}],
+}
+SPLIT_CASES = sorted(name for name in PENDING_GPU_CASES if "row_split" in spec_for(name).get("schedule", {}))
+
+
+def planned(spec: dict, **schedule):
+    return plan(KernelSpec.model_validate({**spec, "schedule": {**spec.get("schedule", {}), **schedule}}), "k.toml")
+
+
+def refusal(spec: dict, **schedule) -> str:
+    with pytest.raises(ChainError) as caught:
+        planned(spec, **schedule)
+    assert caught.value.key == "schedule.row_split"
+    return caught.value.message
+
+
+def test_a_split_that_does_not_divide_the_row_names_the_rule():
+    assert 'must be "auto" or the blocks each row is split over, a divisor of hidden = 24576' in refusal(Q_B, row_split=7)
+    assert "got 0" in refusal(Q_B, row_split=0)
+
+
+@pytest.mark.parametrize("variant", ["stream", "naive", "splitk"])
+def test_only_the_fragment_variant_splits_a_row(variant):
+    spec = {**Q_B, "hidden": 4096, "head_dim": 128, "op": [{"kind": "rmsnorm", "over": "head"}]}
+    assert f'variant "fragment" only, not "{variant}"' in refusal(spec, variant=variant, row_split=2)
+
+
+def test_a_split_row_takes_one_row_per_block():
+    assert 'block_m must be "auto" or 1 with it, got 2' in refusal(Q_B, row_split=8, block_m=2)
+
+
+@pytest.mark.parametrize(
+    ("ops", "head_dim", "need"),
+    [
+        ([{"kind": "rmsnorm"}], None, "op[0] rmsnorm normalises over the whole row"),
+        ([{"kind": "layernorm"}], None, "op[0] layernorm normalises over the whole row"),
+        ([{"kind": "rmsnorm", "columns": [0, 512]}], None, "op[0] rmsnorm normalises over columns [0, 512) of the row"),
+        (
+            [{"kind": "rmsnorm", "over": "head"}, {"kind": "quant_fp8"}],
+            128,
+            "op[1] quant_fp8 takes one scale from the amax of the whole row",
+        ),
+        ([{"kind": "rope", "rope_dim": 64}], None, "op[0] rope rotates one span of the row (its tail 64 columns)"),
+    ],
+)
+def test_an_op_that_needs_the_whole_row_refuses_the_split(ops, head_dim, need):
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 4096, "op": ops, **({"head_dim": head_dim} if head_dim else {})}
+    message = refusal(spec, row_split=4)
+    assert message.startswith('must be "auto" or 1 for this chain, got 4') and need in message
+
+
+@pytest.mark.parametrize(
+    ("spec", "row_split", "unit", "allowed"),
+    [
+        (Q_B, 256, 192, "1, 2, 4, 8, 16, 32, 64, 128"),  # 96 columns: half a head
+        ({**Q_B, "hidden": 4096, "head_dim": None, "op": [{"kind": "quant_fp8", "group_size": 128}]}, 64, 128, "1, 2, 4, 8, 16, 32"),
+    ],
+)
+def test_a_part_cutting_a_head_or_group_in_two_names_the_splits_that_fit(spec, row_split, unit, allowed):
+    spec = {key: value for key, value in spec.items() if value is not None}
+    message = refusal(spec, row_split=row_split)
+    assert f"a part must be a multiple of {unit} columns; allowed: {allowed}" in message
+
+
+def test_the_q_b_split_is_planned_as_rows_of_a_part():
+    split = planned(Q_B, row_split=16)
+    route = split.routes[0]
+    s, layout = route.schedule, route.schedule.layout(Q_B["hidden"])
+    assert (s.variant, s.row_split, s.padded_hidden, s.threads, s.vector_bytes) == ("fragment", 16, 1536, 64, 16)
+    assert (layout.hidden, layout.parts, layout.pads_columns) == (1536, 16, False)
+    assert route.buffer("row").shape == (1536,) and route.buffer("rope_partner").shape == (1536,)
+    assert '"row_split": 16' in plan_json(split)
+
+
+def test_the_split_kernel_puts_the_parts_on_the_grid_and_offsets_every_column():
+    source = kernel_module(planned(Q_B, row_split=16))
+    assert "with T.Kernel(m, row_split, threads=threads) as (block, part):" in source
+    assert "part_columns = HIDDEN // row_split" in source
+    assert "T.copy(X[block, part * part_columns], row)" in source
+    assert "T.copy(row, Y[block, part * part_columns])" in source
+    # Per-token inputs are read by the token alone: every part gathers its token's cache row.
+    assert "CosSinCache[Positions[block], j]" in source
+    assert "return fused_program(threads=64, vector=8, row_split=16)" in source
+
+
+def test_per_head_and_per_group_outputs_start_at_the_parts_first_head_and_group():
+    heads = kernel_module(planned(spec_for("qk_norm_rope_cache_split4")))
+    assert "Rstd[block, part * (part_columns // HEAD_DIM) + h] = rstd[h]" in heads
+    # A per-head weight repeats in every head, and a part starts at a head: read as unsplit.
+    assert "Weight[j % HEAD_DIM]" in heads
+    groups = kernel_module(planned(spec_for("rope_quant_column_split4")))
+    assert "T.copy(group_scale, Scale[block, part * (part_columns // GROUP_SIZE)])" in groups
+    assert "T.copy(quantized, Q[block, part * part_columns])" in groups
+
+
+def test_a_padded_part_is_copied_in_and_out_masked_at_the_parts_end():
+    """T.copy masks a padded row at the end of the tensor's row, which bounds the last part only: another
+    part's padding columns would read the next part's columns and write over them."""
+    source = kernel_module(planned(spec_for("add_rescale_quant_padded_split2")))
+    body = source.split("as (block, part):", 1)[1]
+    assert not re.search(r"T\.copy\([^\n]*part \* ", body), "a copy of a padded part bounded by the tensor's row"
+    assert "row[j] = T.if_then_else(j < part_columns, T.cast(X[block, part * part_columns + j]" in body
+    assert "scaleweight_staged[j] = T.if_then_else(j < part_columns, ScaleWeight[part * part_columns + j]" in body
+    for store in [
+        "if j < part_columns:\n                    ResidualOut[block, part * part_columns + j] = residual_row[j]",
+        "if j < part_columns:\n                    Y[block, part * part_columns + j] = row[j]",
+        "if j < part_columns:\n                    Q[block, part * part_columns + j] = quantized[j]",
+        "if j < part_columns // GROUP_SIZE:\n                    Scale[block, part * (part_columns // GROUP_SIZE) + j] = group_scale[j]",
+    ]:
+        assert store in body
+
+
+def test_a_padded_parts_heads_are_stored_up_to_the_parts_own():
+    source = kernel_module(planned(spec_for("head_norm_padded_split2")))
+    assert "if h < part_columns // HEAD_DIM:\n                    Rstd[block, part * (part_columns // HEAD_DIM) + h] = rstd[h]" in source
+    assert "j < part_columns" in source.split("# --- op[1]", 1)[1]  # RoPE's padding guard is the part's
+
+
+@pytest.mark.parametrize("name", SPLIT_CASES)
+def test_the_reference_is_the_same_math_with_or_without_the_split(name):
+    split = spec_for(name)
+    whole = {**split, "schedule": {key: value for key, value in split["schedule"].items() if key not in ("row_split", "threads")}}
+
+    def body(spec):
+        return reference_module(plan(KernelSpec.model_validate(spec), "k.toml")).split("\n", 2)[2]
+
+    assert body(split) == body(whole)
+
+
+def test_the_ledger_counts_the_same_bytes_split():
+    assert planned(Q_B, row_split=16).ledger == planned(Q_B).ledger
+
+
+def test_auto_keeps_one_block_per_row_for_every_spec_and_case():
+    """The split is not yet measured on a GPU: the planner picks it for no chain, and an unsplit plan.json
+    has no row_split (as before the hint existed)."""
+    plans = load_and_plan(collect_spec_files([ROOT / "specs", ROOT / "specs" / "models"]), Tuning.load(ROOT / "tuning.json"))
+    plans += [plan(KernelSpec.model_validate(spec_for(name)), name) for name in CASES]
+    assert all(route.schedule.row_split == 1 for p in plans for route in p.routes)
+    assert all('"row_split"' not in plan_json(p) for p in plans)
+    assert "row_split" not in KernelSpec.model_validate(Q_B).model_dump(mode="json")["schedule"]
