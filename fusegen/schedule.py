@@ -270,6 +270,10 @@ def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
+# The narrowest copy cp.async makes (it copies 4, 8 or 16 bytes).
+CP_ASYNC_MIN_BYTES = 4
+
+
 def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     """The ring is filled by one cp.async copy of the unpadded row, which TileLang partitions over the
     threads itself. Only an even split into whole vectors is reliably vectorized: 7168 columns over 512
@@ -277,19 +281,31 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     by threads × vector went either way with no rule we could find (fp32 40 and fp16 1000 columns
     kept their vectors; fp32 16, 24 and 80 fell to 4-byte copies; fp16 16, 520 over 64 threads and 2056
     over 256 did not compile: "no eligible global->shared store"). So the row must split into whole
-    vectors per thread, and thread counts that do not are refused, naming those that fit."""
-    vector = schedule.vector_elems
-    if spec.hidden % (schedule.threads * vector) == 0:
+    vectors per thread, and thread counts that do not are refused, naming those that fit. cp.async copies
+    4, 8 or 16 bytes, so a vector of one 2-byte column cannot be one (bf16 256 columns over 256 threads:
+    "no eligible global->shared store"): a thread's vector in the ring is at least 4 bytes."""
+    if _ring_copy_fits(spec, schedule):
         return
-    fitting = [t for t in THREAD_CHOICES if spec.hidden % (t * vector) == 0]
+    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
+    fitting = []
+    for threads in THREAD_CHOICES:
+        try:
+            if _ring_copy_fits(spec, _row_schedule(spec, 1, threads, multiple)):
+                fitting.append(threads)
+        except ChainError:  # the row does not fit in registers at this thread count
+            continue
     key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
     raise ChainError(
         key,
-        f'"stream" fills its ring with a cp.async copy of the row that must split evenly into whole '
-        f"{vector * DTYPE_BYTES[spec.dtype]}-byte vectors per thread (otherwise TileLang narrows the copies or cannot "
-        f"emit them): {spec.hidden} columns do not split over {schedule.threads} threads × {vector} columns; thread counts "
-        f"that do: {', '.join(map(str, fitting)) or 'none (use variant fragment)'}",
+        f'"stream" fills its ring with a cp.async copy of the row that must split evenly into whole vectors of at least '
+        f"{CP_ASYNC_MIN_BYTES} bytes per thread (otherwise TileLang narrows the copies or cannot emit them): {spec.hidden} "
+        f"columns over {schedule.threads} threads take {schedule.vector_bytes}-byte vectors of {schedule.vector_elems} "
+        f"column(s) and do not; thread counts that do: {', '.join(map(str, fitting)) or 'none (use variant fragment)'}",
     )
+
+
+def _ring_copy_fits(spec: KernelSpec, schedule: Schedule) -> bool:
+    return schedule.vector_bytes >= CP_ASYNC_MIN_BYTES and spec.hidden % (schedule.threads * schedule.vector_elems) == 0
 
 
 # The SMs of the full GH100 die, more than any Hopper part enables: a stream program sizes its grid from

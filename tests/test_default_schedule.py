@@ -90,6 +90,18 @@ def test_a_short_row_the_ring_cannot_split_falls_back_to_one_row_per_block():
     assert s.variant == "fragment" and any("variant auto → fragment" in r and "but" in r for r in s.reasons)
 
 
+def test_a_stream_ring_copies_at_least_four_bytes_a_thread():
+    """cp.async copies 4, 8 or 16 bytes: bf16 256 columns over 256 threads (one 2-byte column each) did not
+    compile ("no eligible global->shared store", a random spec); refused naming the thread counts that fit."""
+    with pytest.raises(ChainError) as caught:
+        planned([RMS, rope(2)], "bfloat16", 256, schedule={"variant": "stream", "threads": 256, "prefetch": False})
+    assert caught.value.key == "schedule.threads" and "2-byte vectors of 1 column(s)" in caught.value.message
+    # A 2-column RoPE span takes one column per vector at any thread count: no count streams it in bf16.
+    assert caught.value.message.endswith("thread counts that do: none (use variant fragment)")
+    s = planned([RMS, rope(2)], "float32", 256, schedule={"variant": "stream", "threads": 256, "prefetch": False})
+    assert (s.variant, s.vector_bytes) == ("stream", 4)
+
+
 def test_a_spec_that_names_its_variant_is_not_streamed():
     assert planned([LN], "float16", 512, schedule={"variant": "fragment"}).variant == "fragment"
 

@@ -236,7 +236,10 @@ def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
         planned += 1
         if compiled < COMPILED:
             compiled += 1
-            failures = cuda_check_failures(checked, tmp_path / f"draw{draw}")
+            try:
+                failures = cuda_check_failures(checked, tmp_path / f"draw{draw}")
+            except Exception as exc:  # a valid spec that does not compile is a fusegen bug: say which draw
+                raise AssertionError(f"{spec} did not compile: {exc} {replay}") from exc
             assert not failures, f"{spec}: {failures} {replay}"
     valid = DRAWS - VIOLATIONS
     assert planned >= MIN_PLANNED * valid, f"only {planned} of {valid} valid draws planned; refused: {refused_by_planner} {replay}"
