@@ -103,7 +103,7 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch, prefetch_parameter)
     if not schedule.builds_row:
         (stage,) = route.stages
-        return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype)
+        return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype, plan.writes_y)
     lines = [frame.alloc("row"), frame.pin_row_layout("row")]
     side_inputs = staged_inputs(route.stages) if schedule.prefetch else ()
     if streamed:

@@ -437,6 +437,23 @@ CASES = {
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
 PENDING_GPU_CASES: dict = {
+    # The whole-kernel variants asked for the statistics alone (a random spec found both failing to compile).
+    "naive_rstd_only": case(
+        "the textbook RMSNorm (row in shared memory) writing rstd only: one pass over the row, no Y",
+        [RMS],
+        "float32",
+        hidden=4000,
+        outputs={"y": False, "rstd": True},
+        schedule={"variant": "naive", "block_m": 2},
+    ),
+    "splitk_rstd_only": case(
+        "split-K RMSNorm writing rstd only: pass 1 alone, its chunks' x² summed and reduced once",
+        [RMS],
+        "float32",
+        hidden=3072,
+        outputs={"y": False, "rstd": True},
+        schedule={"variant": "splitk", "threads": 1024, "blk_k": 1024},
+    ),
     # A row split over several blocks (schedule row_split), each holding contiguous columns: whole heads and groups.
     "mla_q_b_split8": case(
         "DeepSeek-V3's q_b RoPE (128 heads of 192, gptj tail 64 from the cache) with each row split over 8 blocks of 16 heads",

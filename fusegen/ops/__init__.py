@@ -171,7 +171,8 @@ class Draw(Protocol):
         ...
 
 
-WholeKernel = Callable[[Stage, "KernelFrame", str], list[str]]  # (stage, frame, activation dtype) -> lines
+# (stage, frame, activation dtype, whether the kernel writes Y) -> lines
+WholeKernel = Callable[[Stage, "KernelFrame", str, bool], list[str]]
 
 
 @dataclass(frozen=True)

@@ -183,11 +183,12 @@ def emit_rescale(stage: Stage, frame: KernelFrame, row_scale: str) -> list[str]:
     ]
 
 
-def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
-    """The textbook kernel: the row is staged in shared memory and read from there twice."""
+def emit_naive(stage: Stage, frame: KernelFrame, dtype: str, writes_y: bool) -> list[str]:
+    """The textbook kernel: the row is staged in shared memory and read from there twice (once, for the
+    statistics alone, where Y is not written)."""
     each_column, at = frame.loop(("j", frame.columns)), frame.at("j")
     as_float = f'T.cast(row_shared[{at}], "float32")'
-    return [
+    statistics = [
         frame.alloc("row_shared"),
         frame.alloc("sumsq_terms"),
         frame.alloc("rstd"),
@@ -196,19 +197,25 @@ def emit_naive(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         f"    sumsq_terms[{at}] = {as_float} * {as_float}",
         *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
         *_rstd_lines(stage, frame),
+    ]
+    if not writes_y:
+        return statistics
+    return [
+        *statistics,
         each_column,
         f"    row_shared[{at}] = T.cast({_scale_expr(stage, frame, as_float)}, {string_literal(dtype)})",
         f"T.copy(row_shared, Y[{frame.token('0')}, 0], disable_tma=True)",
     ]
 
 
-def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
+def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str, writes_y: bool) -> list[str]:
     """Rows too long for registers: pass 1 adds x² chunk by chunk into each thread's own column sums and
     reduces the row once, pass 2 re-reads each chunk and scales it.
 
     One reduction per row, not one per chunk: each is a barrier, and with one per chunk a row's chunk
     loads waited on each other (8 dependent round trips per row at 4 chunks). Both loops are unrolled
-    with no barrier inside, so every chunk's loads of a pass are in flight together."""
+    with no barrier inside, so every chunk's loads of a pass are in flight together. Without Y, pass 1
+    alone gives the statistics."""
     blk_k, n, at = frame.layout.padded_hidden, frame.hidden, frame.at("j")
     chunks = -(-n // blk_k)
     col = "chunk_start + j"
@@ -218,7 +225,7 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         if stage.params["weight_offset"]:
             load = in_row = frame.float_with_offset(in_row, stage.params["weight_offset"])
         weight = f" * T.if_then_else({col} < {HIDDEN}, {load}, 0.0)" if n % blk_k else f" * {in_row}"
-    return [
+    statistics = [
         frame.alloc("chunk"),
         frame.pin_row_layout("chunk"),
         frame.alloc("sumsq_terms"),
@@ -231,6 +238,11 @@ def emit_splitk(stage: Stage, frame: KernelFrame, dtype: str) -> list[str]:
         f"        sumsq_terms[{at}] = sumsq_terms[{at}] + chunk[{at}] * chunk[{at}]",
         *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
         *_rstd_lines(stage, frame),
+    ]
+    if not writes_y:
+        return statistics
+    return [
+        *statistics,
         # Pass 2 walks the chunks backwards: the ones pass 1 read last are the likeliest still cached.
         f"for k in T.unroll({chunks}):",
         f"    chunk_start = ({chunks} - 1 - k) * {blk_k}",
