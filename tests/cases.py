@@ -437,6 +437,22 @@ CASES = {
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them.
 PENDING_GPU_CASES: dict = {
+    # Heads that are not a power of two wide (Phi-3: 96): per-head statistics on whole tiles per head.
+    "head_norm_96_rope": case(
+        "QK-norm over heads of 96 (8 heads) → neox RoPE of 32 in each: 32 threads × one column, 3 tiles a head",
+        [{"kind": "rmsnorm", "over": "head"}, rope(32)],
+        hidden=768,
+        head_dim=96,
+        outputs={"rstd": True},
+    ),
+    "head_layernorm_192": case(
+        "per-head LayerNorm over heads of 192 (16 heads), mean and rstd per head",
+        [{"kind": "layernorm", "over": "head"}],
+        "float32",
+        hidden=3072,
+        head_dim=192,
+        outputs={"mean": True, "rstd": True},
+    ),
     # The whole-kernel variants asked for the statistics alone (a random spec found both failing to compile).
     "naive_rstd_only": case(
         "the textbook RMSNorm (row in shared memory) writing rstd only: one pass over the row, no Y",

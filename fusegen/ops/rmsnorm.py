@@ -329,6 +329,9 @@ class RMSNorm(Op[RMSNormSpec]):
     def needs_whole_row(self, op, ctx):
         return norm.needs_whole_row(op)
 
+    def accepts_layout(self, op, ctx, vector, threads):
+        return norm.accepts_layout(op, ctx, vector, threads)
+
     def small_variant(self, op, small, full):
         return norm.small_variant(op, small, full)
 
