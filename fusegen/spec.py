@@ -238,6 +238,7 @@ def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContex
         outputs={"y": spec.writes_y, **{flag: spec.requests(flag) for flag in output_flags()}},
         layout=layout,
         head_dim=spec.head_dim,
+        tokens=spec.tokens,
     )
 
 

@@ -103,6 +103,7 @@ class ChainContext:
     outputs: Mapping[str, bool]  # output flag -> requested
     layout: Layout | None = None  # how a block covers its rows; None while the spec is only validated
     head_dim: int | None = None  # the row is heads × head_dim (the spec's top-level key), or one row
+    tokens: int | None = None  # the pinned token count (the spec's `tokens`), or None for a dynamic one
 
     @property
     def heads(self) -> int:

@@ -75,6 +75,9 @@ def group_width(op_params: dict, hidden: int) -> int:
     return hidden if op_params["group_size"] == "token" else op_params["group_size"]
 
 
+INT32_MAX = 2**31 - 1
+
+
 def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
     problems = []
     g = op.group_size
@@ -89,6 +92,18 @@ def check(op: QuantFP8Spec, ctx: ChainContext) -> list[tuple[str, str]]:
                 f"group's scale, amax_floor / {FP8_MAX[op.fp8]!r}, must be a normal float32 (at least 2^-126) for its reciprocal to be finite",
             )
         )
+    if op.scale_layout == "column" and ctx.tokens and not problems:
+        # A pinned count folds the column stride into the kernel's index literals, which are int32.
+        groups = 1 if g == "token" else ctx.hidden // g
+        most = 4 * (INT32_MAX // (4 * groups))
+        if ctx.tokens > most:
+            problems.append(
+                (
+                    "scale_layout",
+                    f'"column" stores {groups} group(s) × ⌈tokens/4⌉·4 scales, indexed in int32 where tokens is pinned: at most '
+                    f"{most} tokens, got tokens = {ctx.tokens} (leave tokens dynamic, or use scale_layout = 'row')",
+                )
+            )
     return problems
 
 
