@@ -462,6 +462,12 @@ PENDING_GPU_CASES: dict = {
         outputs={"y": False, "rstd": True},
         schedule={"variant": "naive", "block_m": 2},
     ),
+    "naive_two_rows_padded_width": case(
+        "the textbook RMSNorm at 2 rows per block on a width that is not a power of two (bf16 768)",
+        [RMS],
+        hidden=768,
+        schedule={"variant": "naive", "block_m": 2},
+    ),
     "splitk_rstd_only": case(
         "split-K RMSNorm writing rstd only: pass 1 alone, its chunks' x² summed and reduced once",
         [RMS],

@@ -191,6 +191,8 @@ def emit_naive(stage: Stage, frame: KernelFrame, dtype: str, writes_y: bool) -> 
     statistics = [
         frame.alloc("row_shared"),
         frame.alloc("sumsq_terms"),
+        # Left to inference, several rows of a padded width found no layout (bf16 768 at block_m 2).
+        frame.pin_row_layout("sumsq_terms"),
         frame.alloc("rstd"),
         f"T.copy(X[{frame.token('0')}, 0], row_shared, disable_tma=True)",
         each_column,

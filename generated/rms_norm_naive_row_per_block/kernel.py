@@ -33,6 +33,14 @@ def fused_program(threads: int, vector: int):
     chunks = HIDDEN // (threads * vector)  # vectors each thread holds of a row
     warps = threads // 32
 
+    def row_thread(j):
+        """The thread holding column j of the row: vectors go to the threads in turn."""
+        return j // vector % threads
+
+    def row_index(j):
+        """Where that thread holds it: one vector per threads·vector-column tile, its column within the vector."""
+        return j // (vector * threads) * vector + j % vector
+
     @T.prim_func
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
@@ -42,6 +50,7 @@ def fused_program(threads: int, vector: int):
         with T.Kernel(m, threads=threads) as block:
             row_shared = T.alloc_shared((HIDDEN,), "float16")
             sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({sumsq_terms: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             rstd = T.alloc_fragment((1,), "float32")
             T.copy(X[block, 0], row_shared, disable_tma=True)
             for j in T.Parallel(HIDDEN):
