@@ -19,10 +19,11 @@ import torch
 from . import oracle
 from .compile import import_package
 from .emit import render
+from .errors import ChainError
 from .ops import REGISTRY, ChainContext, Tolerance, output_decl
 from .plan import plan
 from .runtime import allocate, column_strides, shape_of
-from .spec import KernelSpec
+from .spec import KernelSpec, ScheduleHints
 from .tolerance import ROW
 
 # The seed's first-run shape; each op shrinks itself to it (Op.small_variant).
@@ -174,4 +175,11 @@ def small_variant(spec: dict) -> KernelSpec:
     data["tokens"] = None
     data["schedule"] = {"variant": data["schedule"]["variant"]}
     data["op"] = [REGISTRY[op["kind"]].small_variant(op, small, full) for op in data["op"]]
-    return KernelSpec.model_validate(data)
+    shrunk = KernelSpec.model_validate(data)
+    try:
+        plan(shrunk, "<small variant>")
+    except ChainError:
+        # The variant may not hold the small width (a stream ring cannot split 192 columns of heads of 96
+        # into whole vectors): the first-run shape then takes the planner's own variant.
+        shrunk = shrunk.model_copy(update={"schedule": ScheduleHints()})
+    return shrunk

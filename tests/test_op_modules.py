@@ -14,6 +14,7 @@ import torch
 
 from fusegen import checking
 from fusegen.ops import REGISTRY, Op
+from fusegen.plan import plan
 from fusegen.spec import KernelSpec
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fusegen"
@@ -111,6 +112,18 @@ def test_the_small_variant_asks_each_op_to_shrink():
     rope, quant = small.op[1], small.op[2]
     assert (rope.rope_dim, rope.style) == (32, "gptj")
     assert quant.group_size == 128  # gcd(896, 256): the largest group dividing both
+
+
+def test_the_small_variant_keeps_the_variant_only_where_it_holds_the_small_width():
+    """Heads of 96 streamed at 768 columns shrink to 192 (two heads), which a stream ring cannot split into
+    whole 16-byte vectors per thread: the small variant takes the planner's variant instead of failing the
+    generated GPU test (a random spec); at 256 columns stream stays."""
+    heads = {"name": "heads96", "dtype": "bfloat16", "hidden": 768, "head_dim": 96, "schedule": {"variant": "stream"}}
+    small = checking.small_variant({**heads, "op": [{"kind": "rope", "rope_dim": 32}]})
+    assert (small.hidden, small.schedule.variant) == (192, "auto")
+    plan(small, "<test>")
+    plain = {"name": "plain", "dtype": "bfloat16", "hidden": 1024, "schedule": {"variant": "stream"}, "op": [{"kind": "rmsnorm"}]}
+    assert checking.small_variant(plain).schedule.variant == "stream"
 
 
 def test_a_failed_check_names_the_seed_that_replays_it(tmp_path):
