@@ -1,6 +1,6 @@
 """Specs nobody wrote by hand, through the path `fusegen build` takes (TOML text, parse, plan). Most are
-drawn valid — every value from its allowed set, the rules across keys respected — and each of those
-must be accepted; the planner may refuse a hint combination the SM cannot hold, but seldom, and only
+drawn valid — every key of the spec reference in use, every value from its allowed set, the rules across
+keys respected — and each of those must be accepted; the planner may refuse a hint combination the SM cannot hold, but seldom, and only
 naming a schedule key. The rest break exactly one rule, and each must be refused with a SpecError naming
 that rule's key. A few accepted ones are compiled for sm_90a and must pass the CUDA checks.
 (A wider run of the old version found the RoPE vector rule.)
@@ -10,6 +10,7 @@ Each run draws afresh; the seed is in every failure message, and FUSEGEN_RANDOM_
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 
@@ -20,33 +21,102 @@ from fusegen.checking import cuda_check_failures
 from fusegen.errors import SpecError
 from fusegen.spec import KernelSpec, parse_spec
 
-DRAWS = 60
-VIOLATIONS = 12  # of the draws, this many break one rule each
-COMPILED = 3  # accepted draws compiled for sm_90a (each takes seconds)
+DRAWS = 80
+VIOLATIONS = 20  # of the draws, this many break one rule each
+COMPILED = 4  # accepted draws compiled for sm_90a (each takes seconds)
 # The planner refuses a valid draw only where its hints ask more of an SM than it has (registers, shared
 # memory, whole-vector copies per thread): the spec reference states those limits only loosely.
 MIN_PLANNED = 0.8
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
-# Powers of two, model widths, and widths the planner must pad (1000, 4000) or access by scalars (1001).
-HIDDENS = (16, 64, 128, 256, 512, 640, 768, 1000, 1001, 1024, 1536, 2048, 3072, 4000, 4096, 5120, 7168, 8192, 16384)
+# Powers of two, model widths (Gemma's 3840, MLA's kv_a 576 and q_b 24576), and widths the planner must
+# pad (1000, 4000) or access by scalars (1001).
+HIDDENS = (16, 64, 128, 256, 512, 576, 640, 768, 1000, 1001, 1024, 1536, 2048, 3072, 3840, 4000, 4096, 5120, 7168, 8192, 16384, 24576)
+# Models' heads first (Llama 128, Gemma 256, MLA q_b 192 and kv 576, Phi 80, 96), then any that divides.
+MODEL_HEAD_DIMS = (64, 80, 96, 128, 192, 256, 576)
 ROPE_DIMS = (2, 8, 16, 32, 64, 96, 128, 256)
 GROUP_SIZES = (8, 16, 32, 64, 128, 256)
 RING_BYTES_LIMIT = 48 * 1024  # README: a stream ring of at most 48 KB of shared memory
+MAX_ROW_SPLIT = 65535  # README: row_split is a divisor of hidden up to 65535
+MAX_POSITION = 1 << 24  # README: max_position 1 … 2²⁴, max_position · rope_dim < 2³¹
+NORMS = ("rmsnorm", "layernorm")
+# The kinds an op of each kind must follow where both are in the chain (README: add_residual → norm →
+# rope → quant_fp8, rescale anywhere after the norm and before quant_fp8).
+AFTER = {
+    "add_residual": (),
+    "rmsnorm": ("add_residual",),
+    "layernorm": ("add_residual",),
+    "rescale": ("add_residual", *NORMS),
+    "rope": ("add_residual", *NORMS, "rescale"),
+    "quant_fp8": ("add_residual", *NORMS, "rescale", "rope"),
+}
 
 
-def draw_chain(rng: random.Random, hidden: int) -> list[dict]:
-    norm = rng.choice(
-        [
-            [],
-            [{"kind": "rmsnorm", "weight": rng.random() < 0.8, "eps": rng.choice([1e-6, 1e-5, 1e-2])}],
-            [{"kind": "layernorm", "weight": rng.random() < 0.8, "bias": rng.random() < 0.7}],
-        ]
-    )
-    rope = []
-    if rng.random() < 0.6:
-        dims = [d for d in ROPE_DIMS if d <= hidden]
-        rope = [{"kind": "rope", "rope_dim": rng.choice(dims), "span": rng.choice(["tail", "head"]), "style": rng.choice(["neox", "gptj"])}]
+def head_dims(hidden: int) -> list[int]:
+    """README: head_dim is a multiple of 8 that divides hidden."""
+    return [d for d in range(8, hidden + 1, 8) if hidden % d == 0]
+
+
+def draw_head_dim(rng: random.Random, hidden: int) -> int | None:
+    fitting = head_dims(hidden)
+    if not fitting or rng.random() >= 0.3:
+        return None
+    models = [d for d in MODEL_HEAD_DIMS if d in fitting]
+    return rng.choice(models if models and rng.random() < 0.7 else fitting)
+
+
+def draw_columns(rng: random.Random, hidden: int) -> list[int]:
+    """README: [lo, hi), 0 ≤ lo < hi ≤ hidden, multiples of 8 (hi may be hidden)."""
+    ends = [*range(8, hidden + 1, 8), *([hidden] if hidden % 8 else [])]
+    hi = rng.choice(ends)
+    return [rng.choice(range(0, hi, 8)), hi]
+
+
+def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, whole_row: bool = False) -> dict:
+    """A `kind` norm; over the whole row if `whole_row`, else sometimes per head or over a column range."""
+    op = {"kind": kind, "weight": rng.random() < 0.8}
+    if kind == "rmsnorm":
+        op["eps"] = rng.choice([1e-6, 1e-5, 1e-2])
+        if op["weight"] and rng.random() < 0.3:
+            op["weight_offset"] = rng.choice([1.0, 0.5, -1.0, 1e-3])  # Gemma's (1 + w), and others
+    else:
+        op["bias"] = rng.random() < 0.7
+        if rng.random() < 0.3:
+            op["eps"] = rng.choice([1e-6, 1e-5, 1e-2])
+    if whole_row:
+        return op
+    if head_dim and rng.random() < 0.6:
+        op["over"] = "head"
+    elif not head_dim and rng.random() < 0.25:
+        op["columns"] = draw_columns(rng, hidden)
+    return op
+
+
+def draw_rope(rng: random.Random, hidden: int, head_dim: int | None) -> list[dict]:
+    dims = [d for d in ROPE_DIMS if d <= (head_dim or hidden)] + ([head_dim] if head_dim and head_dim % 2 == 0 else [])
+    op = {"kind": "rope", "rope_dim": rng.choice(dims), "span": rng.choice(["tail", "head"]), "style": rng.choice(["neox", "gptj"])}
+    if rng.random() < 0.4:
+        op["source"] = "cache"
+        most = min(MAX_POSITION, (2**31 - 1) // op["rope_dim"])
+        op["max_position"] = rng.choice([1, 64, 4096, 163840, most])
+    return [op]
+
+
+def draw_rescale(rng: random.Random) -> dict:
+    op = {"kind": "rescale", "factor": rng.choice([0.125, 128**-0.5, 2.0, -1.5, 64.0, 1.0])}
+    if op["factor"] == 1.0 or rng.random() < 0.4:
+        op["weight"] = True  # README: factor 1.0 needs weight
+    return op
+
+
+def draw_chain(rng: random.Random, hidden: int, head_dim: int | None) -> list[dict]:
+    if rng.random() < 0.1:
+        # The one chain the whole-kernel variants (naive, splitk) take, otherwise a rare draw.
+        return [draw_norm(rng, "rmsnorm", hidden, head_dim, whole_row=True)]
+    residual = [{"kind": "add_residual"}] if rng.random() < 0.3 else []
+    kind = rng.choice([None, *NORMS])
+    norm = [draw_norm(rng, kind, hidden, head_dim)] if kind else []
+    rope = draw_rope(rng, hidden, head_dim) if rng.random() < 0.6 else []
     quant = []
     if rng.random() < 0.6:
         groups = ["token", *(g for g in GROUP_SIZES if hidden % g == 0)]
@@ -58,43 +128,99 @@ def draw_chain(rng: random.Random, hidden: int) -> list[dict]:
                 "scale": rng.choice(["fp32", "ue8m0"]),
             }
         ]
-    return norm + rope + quant or [{"kind": "rmsnorm"}]
+        if rng.random() < 0.3:
+            quant[0]["scale_layout"] = "column"
+        if rng.random() < 0.2:
+            quant[0]["amax_floor"] = rng.choice([1e-6, 1e-3, 1.0])
+    middle = rope
+    if rng.random() < 0.3:  # before or after RoPE: README allows either
+        middle = [draw_rescale(rng), *rope] if rng.random() < 0.5 else [*rope, draw_rescale(rng)]
+    return residual + norm + middle + quant or [{"kind": "rmsnorm"}]
 
 
 def draw_outputs(rng: random.Random, ops: list[dict]) -> dict:
     kinds = [op["kind"] for op in ops]
-    changes_row = any(kind in ("rmsnorm", "layernorm", "rope") for kind in kinds)
+    changes_row = any(kind != "quant_fp8" for kind in kinds)
     outputs = {
         "mean": "layernorm" in kinds and rng.random() < 0.4,
-        "rstd": any(kind in ("rmsnorm", "layernorm") for kind in kinds) and rng.random() < 0.4,
+        "rstd": any(kind in NORMS for kind in kinds) and rng.random() < 0.4,
     }
+    if "add_residual" in kinds and rng.random() < 0.7:
+        outputs["residual"] = rng.random() < 0.5
     if not changes_row:
         outputs["y"] = False  # Y would be a copy of x
-    elif "quant_fp8" in kinds or outputs["mean"] or outputs["rstd"]:
-        outputs["y"] = rng.random() < 0.5
+    elif "quant_fp8" in kinds or outputs["mean"] or outputs["rstd"] or outputs.get("residual", "add_residual" in kinds):
+        outputs["y"] = rng.random() < 0.5  # something else leaves the kernel without Y
     return outputs
+
+
+def needs_whole_row(op: dict, head_dim: int | None) -> bool:
+    """README, row_split: a norm over the row or a column range, a per-token quant_fp8, a RoPE without head_dim."""
+    kind = op["kind"]
+    return (
+        (kind in NORMS and op.get("over", "row") == "row")
+        or (kind == "quant_fp8" and op["group_size"] == "token")
+        or (kind == "rope" and head_dim is None)
+    )
+
+
+def row_splits(spec: dict) -> list[int]:
+    """The splits the README allows this chain: none where an op needs the whole row; else divisors of hidden
+    (up to 65535) whose part is a whole number of heads and of every quantisation group."""
+    head_dim = spec.get("head_dim")
+    if any(needs_whole_row(op, head_dim) for op in spec["op"]):
+        return []
+    unit = math.lcm(head_dim or 1, *(op["group_size"] for op in spec["op"] if op["kind"] == "quant_fp8"))
+    hidden = spec["hidden"]
+    return [d for d in range(2, min(hidden, MAX_ROW_SPLIT) + 1) if hidden % d == 0 and hidden // d % unit == 0]
+
+
+def whole_row_rmsnorm(op: dict) -> bool:
+    return op["kind"] == "rmsnorm" and op.get("over", "row") == "row" and "columns" not in op
 
 
 def draw_schedule(rng: random.Random, spec: dict) -> dict:
     ops = spec["op"]
-    kinds = [op["kind"] for op in ops]
     row_bytes = spec["hidden"] * DTYPE_BYTES[spec["dtype"]]
     variants = ["auto", "auto", "fragment"]
-    if row_bytes % 4 == 0 and 2 * row_bytes <= RING_BYTES_LIMIT // 2:  # room for two rows and their cos/sin
+    # README: a stream ring splits the row into whole vectors per thread. The planner's are 16 bytes, and
+    # left to itself it takes a power of two of threads: one that holds the row (64 values each at most)
+    # must split it evenly. And room for two rows and their cos/sin.
+    vector = 16 // DTYPE_BYTES[spec["dtype"]]
+    even_split = any(spec["hidden"] % (t * vector) == 0 and spec["hidden"] <= 64 * t for t in (32, 64, 128, 256, 512, 1024))
+    if even_split and 2 * row_bytes <= RING_BYTES_LIMIT // 2:
         variants.append("stream")
-    if kinds == ["rmsnorm"]:
+    # README: naive and splitk are for a chain of one rmsnorm over whole rows.
+    if len(ops) == 1 and whole_row_rmsnorm(ops[0]):
         variants += ["naive", "splitk"] if row_bytes <= RING_BYTES_LIMIT else ["splitk"]
     variant = rng.choice(variants)
     schedule = {"variant": variant}
-    if rng.random() < 0.3:
-        # Threads that leave each of them at most 16 of the row's values: well within the register budget.
-        schedule["threads"] = rng.choice([t for t in (64, 128, 256, 512, 1024) if spec["hidden"] <= 16 * t] or [1024])
+    # Threads that leave each of them at most 16 of the row's values: well within the register budget;
+    # for a stream ring, also a split into whole vectors as above.
+    fitting = [t for t in (32, 64, 128, 256, 512, 1024) if spec["hidden"] <= 16 * t] or [1024]
+    if variant == "stream":
+        fitting = [t for t in fitting if spec["hidden"] % (t * vector) == 0]
+    if fitting and rng.random() < 0.3:
+        schedule["threads"] = rng.choice(fitting)
     if variant != "stream" and rng.random() < 0.3:
-        schedule["block_m"] = rng.choice([1, 2] if spec["hidden"] <= 4096 else [1])
+        # README: with block_m > 1 threads are a multiple of 32 × block_m.
+        schedule["block_m"] = rng.choice([1, 2] if spec["hidden"] <= 4096 and schedule.get("threads", 64) % 64 == 0 else [1])
     if variant in ("auto", "fragment", "stream"):
         schedule["prefetch"] = rng.choice(["auto", True, False])
-    # README: rmsnorm → [rope] → per-token quant_fp8, on a variant that holds the row in registers.
-    joint_possible = kinds[0] == "rmsnorm" and kinds[-1] == "quant_fp8" and ops[-1]["group_size"] == "token"
+    if variant == "fragment" and rng.random() < 0.3:
+        # README: fragment's launch bound takes 1 up to 2048 ÷ threads (at most 16).
+        schedule["blocks_per_sm"] = rng.randint(1, min(16, 2048 // schedule.get("threads", 1024)))
+    elif variant == "stream" and rng.random() < 0.2:
+        schedule["blocks_per_sm"] = 1  # every ring that fits an SM fits it once
+    # README: rmsnorm over whole rows → [rescale | rope] → per-token quant_fp8, on a variant that holds the row in registers.
+    norm = next((k for k, op in enumerate(ops) if op["kind"] in NORMS), None)
+    joint_possible = (
+        norm is not None
+        and whole_row_rmsnorm(ops[norm])
+        and ops[-1]["kind"] == "quant_fp8"
+        and ops[-1]["group_size"] == "token"
+        and all(op["kind"] in ("rescale", "rope") for op in ops[norm + 1 : -1])
+    )
     if joint_possible and variant in ("auto", "fragment", "stream"):
         schedule["joint_reduction"] = rng.choice(["auto", True, False])
     if variant == "stream":
@@ -104,40 +230,244 @@ def draw_schedule(rng: random.Random, spec: dict) -> dict:
         chunks = [k for k in (256, 512, 1024, 2048) if k <= spec["hidden"] and k % threads == 0 and k // threads <= 16]
         if chunks:
             schedule["blk_k"] = rng.choice(chunks)
+    splits = row_splits(spec)
+    if variant in ("auto", "fragment") and schedule.get("block_m", 1) == 1 and splits and rng.random() < 0.6:
+        schedule["row_split"] = rng.choice(splits)
     return schedule
 
 
 def draw_valid(rng: random.Random) -> dict:
     hidden = rng.choice(HIDDENS)
-    spec = {"name": "random_spec", "dtype": rng.choice(list(DTYPE_BYTES)), "hidden": hidden, "op": draw_chain(rng, hidden)}
+    spec = {"name": "random_spec", "dtype": rng.choice(list(DTYPE_BYTES)), "hidden": hidden}
+    if head_dim := draw_head_dim(rng, hidden):
+        spec["head_dim"] = head_dim
+    spec["op"] = draw_chain(rng, hidden, head_dim)
     spec["outputs"] = draw_outputs(rng, spec["op"])
     spec["schedule"] = draw_schedule(rng, spec)
+    if rng.random() < 0.15:
+        # README: a stream program counts at most 2³¹ − (ring_slots − 1) · blocks_per_sm · 144 tokens.
+        spec["tokens"] = rng.choice([1, 3, 4096, 1 << 30] + ([2**31 - 1] if spec["schedule"]["variant"] != "stream" else []))
     return spec
 
 
-def index_of(spec: dict, kind: str, new: dict, at: int) -> int:
-    """The index of the spec's `kind` op, inserted as `new` at `at` where the chain has none."""
-    found = next((i for i, op in enumerate(spec["op"]) if op["kind"] == kind), None)
-    if found is None:
-        spec["op"].insert(at, new)
-        return at
-    return found
+def index_of(spec: dict, kind: str, new: dict | None = None) -> int:
+    """The index of the spec's `kind` op (a norm: either norm), inserted as `new` (default: the kind
+    alone) where the chain has none, after the kinds it follows."""
+    kinds = NORMS if kind in NORMS else (kind,)
+    found = next((i for i, op in enumerate(spec["op"]) if op["kind"] in kinds), None)
+    if found is not None:
+        return found
+    at = sum(op["kind"] in AFTER[kind] for op in spec["op"])
+    spec["op"].insert(at, new or {"kind": kind})
+    return at
+
+
+def with_head_dim(spec: dict) -> int:
+    """Gives the spec a valid head_dim (hidden 1001 has none: it becomes 1024, which every op of the
+    chain still fits) and returns it; a norm's column range, which head_dim refuses, goes."""
+    if "head_dim" not in spec:
+        if not head_dims(spec["hidden"]):
+            spec["hidden"] = 1024
+        spec["head_dim"] = max(d for d in head_dims(spec["hidden"]) if d <= 256)
+    for op in spec["op"]:
+        op.pop("columns", None)
+    return spec["head_dim"]
 
 
 def odd_rope_dim(rng, spec):
-    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2}, sum(op["kind"] in ("rmsnorm", "layernorm") for op in spec["op"]))
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
     spec["op"][i]["rope_dim"] = rng.choice([d for d in (1, 3, 5, 7, 15) if d <= spec["hidden"]])
     return f"op[{i}].rope_dim"
 
 
 def rope_dim_over_hidden(rng, spec):
-    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2}, sum(op["kind"] in ("rmsnorm", "layernorm") for op in spec["op"]))
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
     spec["op"][i]["rope_dim"] = spec["hidden"] + 2 * rng.randint(1, 64) - (spec["hidden"] % 2)
     return f"op[{i}].rope_dim"
 
 
+def rope_dim_over_head_dim(rng, spec):
+    head_dim = with_head_dim(spec)
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
+    spec["op"][i]["rope_dim"] = head_dim + 2 * rng.randint(1, 32)
+    return f"op[{i}].rope_dim"
+
+
+def cache_without_max_position(rng, spec):
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
+    spec["op"][i]["source"] = "cache"
+    spec["op"][i].pop("max_position", None)
+    return f"op[{i}].max_position"
+
+
+def max_position_without_cache(rng, spec):
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
+    spec["op"][i]["max_position"] = rng.choice([1, 4096])
+    spec["op"][i].pop("source", None)
+    return f"op[{i}].max_position"
+
+
+def max_position_out_of_range(rng, spec):
+    i = index_of(spec, "rope", {"kind": "rope", "rope_dim": 2})
+    rope = spec["op"][i]
+    rope["source"] = "cache"
+    # Past 2²⁴, or (rope_dim 128 or more) within it but past the cache's int32 element index.
+    rope["max_position"] = rng.choice([0, MAX_POSITION + 1, *([(2**31 - 1) // rope["rope_dim"] + 1] if rope["rope_dim"] >= 128 else [])])
+    return f"op[{i}].max_position"
+
+
+def head_dim_not_dividing_hidden(rng, spec):
+    spec["head_dim"] = rng.choice([d for d in (12, 20, 24, 40, 48, 100, 192, 200, 320, 576, 1000) if spec["hidden"] % d or d % 8])
+    return "head_dim"
+
+
+def head_without_head_dim(rng, spec):
+    spec.pop("head_dim", None)
+    i = index_of(spec, "rmsnorm")
+    spec["op"][i]["over"] = "head"
+    return f"op[{i}].over"
+
+
+def columns_with_head_dim(rng, spec):
+    with_head_dim(spec)
+    i = index_of(spec, "rmsnorm")
+    spec["op"][i].update(over="row", columns=draw_columns(rng, spec["hidden"]))
+    return f"op[{i}].columns"
+
+
+def columns_with_over_head(rng, spec):
+    with_head_dim(spec)
+    i = index_of(spec, "rmsnorm")
+    spec["op"][i].update(over="head", columns=draw_columns(rng, spec["hidden"]))
+    return f"op[{i}].columns"
+
+
+def columns_out_of_range(rng, spec):
+    spec.pop("head_dim", None)
+    i = index_of(spec, "rmsnorm")
+    hidden = spec["hidden"]
+    spec["op"][i]["over"] = "row"
+    spec["op"][i]["columns"] = rng.choice([[8, 8], [16, 8], [0, hidden + 8], [4, hidden], [0, 12], [-8, hidden]])
+    return f"op[{i}].columns"
+
+
+def as_rmsnorm(spec: dict) -> int:
+    """The index of the chain's norm, made an rmsnorm (over the same columns) without a weight_offset."""
+    i = index_of(spec, "rmsnorm")
+    spec["op"][i] = {"kind": "rmsnorm", **{k: v for k, v in spec["op"][i].items() if k in ("eps", "weight", "over", "columns")}}
+    return i
+
+
+def weight_offset_without_weight(rng, spec):
+    i = as_rmsnorm(spec)
+    spec["op"][i].update(weight=False, weight_offset=rng.choice([1.0, -0.5]))
+    return f"op[{i}].weight_offset"
+
+
+def weight_offset_out_of_range(rng, spec):
+    i = as_rmsnorm(spec)
+    spec["op"][i].update(weight=True, weight_offset=rng.choice([1e-40, -1e-39, 70000.0]))
+    return f"op[{i}].weight_offset"
+
+
+def rescale_factor_of_no_effect(rng, spec):
+    i = index_of(spec, "rescale", {"kind": "rescale", "factor": 2.0})
+    # 1.0 without a weight leaves the row as it is; 0 and a subnormal factor zero it.
+    spec["op"][i] = {"kind": "rescale", **rng.choice([{"factor": 1.0}, {"factor": 0.0, "weight": True}, {"factor": -1e-40}])}
+    return f"op[{i}].factor"
+
+
+def rescale_out_of_place(rng, spec):
+    spec["op"] = [op for op in spec["op"] if op["kind"] != "rescale"]
+    where = rng.choice(["before the norm", "after quant_fp8", "twice"])
+    if where == "before the norm":
+        i = index_of(spec, "rmsnorm")
+        spec["op"].insert(i, {"kind": "rescale", "factor": 2.0})
+        return f"op[{i + 1}].kind"  # the norm cannot follow it
+    if where == "after quant_fp8":
+        index_of(spec, "quant_fp8")
+        spec["op"].append({"kind": "rescale", "factor": 2.0})
+        return f"op[{len(spec['op']) - 1}].kind"
+    i = index_of(spec, "rmsnorm")
+    spec["op"][i + 1 : i + 1] = [{"kind": "rescale", "factor": 2.0}, {"kind": "rescale", "factor": 0.5}]
+    return f"op[{i + 2}].kind"
+
+
+def residual_add_not_first(rng, spec):
+    spec["op"] = [op for op in spec["op"] if op["kind"] != "add_residual"] or [{"kind": "rmsnorm"}]
+    i = rng.randint(1, len(spec["op"]))
+    spec["op"].insert(i, {"kind": "add_residual"})
+    return f"op[{i}].kind"
+
+
+def residual_without_residual_add(rng, spec):
+    spec["op"] = [op for op in spec["op"] if op["kind"] != "add_residual"] or [{"kind": "rmsnorm"}]
+    if all(op["kind"] == "quant_fp8" for op in spec["op"]):
+        spec["outputs"].pop("y", None)  # y = true of an unchanged row is a rule of its own, checked first
+    spec["outputs"]["residual"] = True
+    return "outputs.residual"
+
+
+def nothing_written(rng, spec):
+    spec["op"] = [op for op in spec["op"] if op["kind"] != "quant_fp8"] or [{"kind": "add_residual"}]
+    spec["outputs"] = {"y": False, **({"residual": False} if spec["op"][0]["kind"] == "add_residual" else {})}
+    return "outputs.y"
+
+
+def row_split_against_the_chain(rng, spec):
+    """A divisor of hidden the chain, variant or block_m refuses, or one that is no divisor at all."""
+    hidden, schedule = spec["hidden"], spec["schedule"]
+    splittable = schedule["variant"] in ("auto", "fragment") and schedule.get("block_m", 1) == 1
+    allowed = row_splits(spec) if splittable else []
+    refused = [d for d in range(2, min(hidden, MAX_ROW_SPLIT) + 1) if hidden % d == 0 and d not in allowed]
+    schedule["row_split"] = rng.choice(refused or [hidden + 1])
+    return "schedule.row_split"
+
+
+def joint_without_its_chain(rng, spec):
+    norm = next((op for op in spec["op"] if op["kind"] in NORMS), None)
+    if norm is not None and whole_row_rmsnorm(norm):
+        spec["op"] = [op for op in spec["op"] if op["kind"] != "quant_fp8"]  # nothing closes the joint span
+        spec["outputs"].pop("y", None)
+    spec["schedule"] = {"joint_reduction": True}
+    return "schedule.joint_reduction"
+
+
+def whole_kernel_variant_on_part_of_a_row(rng, spec):
+    if "head_dim" in spec:
+        norm = {"kind": "rmsnorm", "over": "head"}
+    else:
+        norm = {"kind": "rmsnorm", "columns": draw_columns(rng, spec["hidden"])}
+    spec["op"], spec["outputs"], spec["schedule"] = [norm], {}, {"variant": rng.choice(["naive", "splitk"])}
+    return "schedule.variant"
+
+
+def tokens_out_of_range(rng, spec):
+    spec["tokens"] = rng.choice([0, -3, 2**31, 1 << 40])
+    return "tokens"
+
+
+def tokens_past_the_stream_bound(rng, spec):
+    spec.pop("head_dim", None)
+    spec.update(hidden=rng.choice([256, 512, 1024]), tokens=2**31 - 1, op=[{"kind": "rmsnorm"}], outputs={})
+    spec["schedule"] = {"variant": "stream"}
+    return "tokens"
+
+
+def blocks_per_sm_past_the_sm(rng, spec):
+    spec["schedule"] = {"variant": "fragment", "blocks_per_sm": rng.choice([0, 17, 64])}
+    return "schedule.blocks_per_sm"
+
+
+def amax_floor_out_of_range(rng, spec):
+    i = index_of(spec, "quant_fp8")
+    # 1e-35 lies between e4m3fn's floor and e5m2's: refused for e5m2 only, by the rule across keys.
+    spec["op"][i].update(rng.choice([{"amax_floor": 1e-40}, {"amax_floor": 1e-35, "fp8": "e5m2"}, {"amax_floor": 2.0}]))
+    return f"op[{i}].amax_floor"
+
+
 def group_not_dividing_hidden(rng, spec):
-    i = index_of(spec, "quant_fp8", {"kind": "quant_fp8"}, len(spec["op"]))
+    i = index_of(spec, "quant_fp8")
     spec["op"][i]["group_size"] = rng.choice([g for g in range(8, 2 * spec["hidden"] + 9, 8) if spec["hidden"] % g])
     return f"op[{i}].group_size"
 
@@ -190,14 +520,37 @@ def eps_out_of_range(rng, spec):
 VIOLATIONS_BY_RULE = (
     odd_rope_dim,
     rope_dim_over_hidden,
+    rope_dim_over_head_dim,
+    cache_without_max_position,
+    max_position_without_cache,
+    max_position_out_of_range,
+    head_dim_not_dividing_hidden,
+    head_without_head_dim,
+    columns_with_head_dim,
+    columns_with_over_head,
+    columns_out_of_range,
+    weight_offset_without_weight,
+    weight_offset_out_of_range,
+    rescale_factor_of_no_effect,
+    rescale_out_of_place,
+    residual_add_not_first,
+    residual_without_residual_add,
+    nothing_written,
     group_not_dividing_hidden,
+    amax_floor_out_of_range,
     ops_out_of_order,
     threads_not_whole_warps,
     block_m_not_a_power_of_two,
     ring_slots_without_stream,
+    blocks_per_sm_past_the_sm,
+    row_split_against_the_chain,
+    joint_without_its_chain,
+    whole_kernel_variant_on_part_of_a_row,
     mean_without_layernorm,
     y_from_quant_alone,
     hidden_out_of_range,
+    tokens_out_of_range,
+    tokens_past_the_stream_bound,
     eps_out_of_range,
 )
 
