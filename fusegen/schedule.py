@@ -277,6 +277,11 @@ def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
     return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
 
 
+def columns_multiple(spec: KernelSpec) -> int:
+    """What the padded row must be a multiple of for every op of the chain (ops.Op.columns_multiple_of)."""
+    return math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
+
+
 # The narrowest copy cp.async makes (it copies 4, 8 or 16 bytes).
 CP_ASYNC_MIN_BYTES = 4
 
@@ -293,7 +298,7 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     "no eligible global->shared store"): a thread's vector in the ring is at least 4 bytes."""
     if _ring_copy_fits(spec, schedule):
         return
-    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
+    multiple = columns_multiple(spec)
     fitting = []
     for threads in THREAD_CHOICES:
         try:
@@ -479,7 +484,7 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
             f"with block_m = {block_m} every row of a block takes whole warps of its own: threads must be a multiple of "
             f"{WARP_THREADS * block_m}, got {threads}",
         )
-    multiple = math.lcm(*(REGISTRY[op.kind].columns_multiple_of(op, chain_context(spec)) for op in spec.op))
+    multiple = columns_multiple(spec)
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"

@@ -332,12 +332,21 @@ def main(args) -> int:
             )
             # Saved per kernel: a run cut short keeps what it measured.
             changed = save_table(Path(args.tuning), table) or changed
-            (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))
+            write_report(out, report, env)
+    close_report(out, report, env, args.tuning, changed)
+    return 0
+
+
+def write_report(out: Path, report: list[dict], env: dict) -> None:
+    (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))
+
+
+def close_report(out: Path, report: list[dict], env: dict, tuning: str, changed: bool) -> None:
+    """tune.md beside tune.json, the table printed, and whether the tuning file changed."""
     text = render_report(report, env)
     (out / "tune.md").write_text(text)
     print(text)
-    print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
-    return 0
+    print(one_line(f"{tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
 
 
 def gpu_count(asked: str, visible: int) -> int:
@@ -410,12 +419,8 @@ def tune_on_devices(args, names: list[str], count: int, gpu: str, env: dict) -> 
     report.sort(key=lambda entry: names.index(entry["kernel"]))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tune.json").write_text(json.dumps({"environment": env, "problems": report}, indent=1))
-    text = render_report(report, env)
-    (out / "tune.md").write_text(text)
-    print(text)
-    changed = save_table(Path(args.tuning), table)
-    print(one_line(f"{args.tuning}: {'updated' if changed else 'unchanged'}; rebuild with `fusegen build` to use it"))
+    write_report(out, report, env)
+    close_report(out, report, env, args.tuning, save_table(Path(args.tuning), table))
     for line in failed:
         print(f"error: {line}", file=sys.stderr)
     return 1 if failed else 0
