@@ -114,12 +114,12 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
                 candidates.append((key, threads, vector, padded, per_thread))
             vector //= 2
     if not candidates:
-        if spec.head_dim and not threads_hint:
+        rules = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))]
+        if spec.head_dim and rules and not threads_hint:
             raise ChainError(
                 "head_dim",
-                f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: a head must be a whole "
-                "number of row tiles (32·k threads × 1, 2, 4 or 8 columns) or hold a power-of-two number of vectors, and the "
-                f"padded row at most {HARD_ELEMS_PER_THREAD} values a thread (head sizes such as 64, 96, 128, 192, 256 fit)",
+                f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: {'; '.join(rules)}, "
+                f"with the padded row at most {HARD_ELEMS_PER_THREAD} values a thread (head sizes such as 64, 96, 128, 192, 256 fit)",
             )
         where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
         raise ChainError(

@@ -253,6 +253,10 @@ class Op(ABC, Generic[S]):
         """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""
         return True
 
+    def layout_rule(self, op: S, ctx: ChainContext) -> str | None:
+        """accepts_layout's rule in words, for the error where no layout meets it; None where it takes any."""
+        return None
+
     def offers_variant(self, op: S, variant: str) -> bool:
         """Whether this instance of the op runs as the whole-kernel `variant` (whole_kernel_variants)."""
         return variant in self.whole_kernel_variants

@@ -105,6 +105,16 @@ def accepts_layout(op, ctx, vector: int, threads: int) -> bool:
     return reducing > 0 and reducing & (reducing - 1) == 0
 
 
+def layout_rule(op, ctx) -> str | None:
+    """ops.Op.layout_rule of a norm: accepts_layout in words."""
+    if op.over != "head":
+        return None
+    return (
+        f"per-head statistics need a head of {ctx.head_dim} columns to be a whole number of row tiles (32·k threads × 1, 2, "
+        "4 or 8 columns, a power of two of threads) or to hold a power-of-two number of vectors"
+    )
+
+
 def needs_whole_row(op) -> str | None:
     """ops.Op.needs_whole_row of a norm: statistics over the row or a column range of it need those columns
     in one block; a head's columns lie in one part of a split row."""

@@ -334,6 +334,9 @@ class RMSNorm(Op[RMSNormSpec]):
     def accepts_layout(self, op, ctx, vector, threads):
         return norm.accepts_layout(op, ctx, vector, threads)
 
+    def layout_rule(self, op, ctx):
+        return norm.layout_rule(op, ctx)
+
     def small_variant(self, op, small, full):
         return norm.small_variant(op, small, full)
 
