@@ -304,7 +304,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="*",
         default=["eager", "compile", "compile_dynamic"],
         choices=["eager", "compile", "compile_dynamic"],
-        help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three)",
+        help="the same chain in torch to time against: eager, torch.compile static and dynamic (default: all three; none if the option names none)",
     )
     bench.add_argument(
         "--sweep-tokens",
