@@ -26,7 +26,16 @@ from .model import (
     staged_buffer,
 )
 from .ops import REGISTRY
-from .schedule import choose_schedule, joint_span, with_joint_reduction, with_prefetch, with_variant
+from .schedule import (
+    FEW_TOKENS,
+    STREAM_MIN_TOKENS,
+    choose_schedule,
+    few_token_split,
+    joint_span,
+    with_joint_reduction,
+    with_prefetch,
+    with_variant,
+)
 from .spec import KernelSpec, ScheduleHints, chain_context
 from .tuning import NearbyRoute, TunedRoute
 
@@ -72,8 +81,17 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
-def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool = False) -> Route:
-    schedule = choose_schedule(spec)
+def _route(
+    spec: KernelSpec,
+    first_tokens: int,
+    last_tokens: int | None,
+    origin: str,
+    tuned: bool = False,
+    few_tokens: bool = False,
+    stream: bool = True,
+) -> Route:
+    """`few_tokens`, `stream`: see choose_schedule and with_variant."""
+    schedule = choose_schedule(spec, few_tokens)
     if tuned:
         measured = (
             "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
@@ -82,7 +100,7 @@ def _route(spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin:
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), side_inputs)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), side_inputs, stream)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":
@@ -230,6 +248,30 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
         raise ChainError(exc.key, f"{exc.message} — a hint from the tuning winners ({tuned.origin}); rerun `fusegen tune`") from None
 
 
+def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
+    """The planner's own routes by token count: a row split over blocks up to FEW_TOKENS where the chain
+    allows one (few_token_split), one row per block below STREAM_MIN_TOKENS where many tokens stream, and
+    the schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
+    origin = "planner rules (no tuning entry for this kernel)"
+    many = _route(spec, 1, None, origin)
+    # (the last count a route serves, its _route options), ascending; the last one serves every count above.
+    ranges: list[tuple[int | None, dict]] = []
+    if few_token_split(spec) > 1:
+        ranges.append((FEW_TOKENS, {"few_tokens": True}))
+    if spec.schedule.variant == "auto" and many.schedule.variant == "stream":
+        ranges.append((STREAM_MIN_TOKENS - 1, {"stream": False}))
+    if not ranges:
+        return (many,)
+    if spec.tokens is not None:
+        options = next((options for last, options in ranges if spec.tokens <= last), None)
+        return (many,) if options is None else (_route(spec, 1, None, origin, **options),)
+    routes, first = [], 1
+    for last, options in ranges:
+        routes.append(_route(spec, first, last, origin, **options))
+        first = last + 1
+    return (*routes, replace(many, first_tokens=first))
+
+
 def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -> Plan:
     """`tuned`: measured winners by token range (tuning.py); without them one route serves every count."""
     if spec.tokens is not None:
@@ -245,7 +287,7 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -
                 raise
             tuned = ()
     if routes is None:
-        routes = (_route(spec, 1, None, "planner rules (no tuning entry for this kernel)"),)
+        routes = _planner_routes(spec)
     stages = routes[-1].stages
     row_dims = (Dim(tokens=True), Dim(size=spec.hidden))
     x = Tensor("X", "x", spec.dtype, row_dims, "input", "activations, one row per token")

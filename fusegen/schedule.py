@@ -57,10 +57,12 @@ def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(sorted(set(POWER_OF_TWO_THREADS) | exact))
 
 
-def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int, row_split: int = 1) -> Schedule:
+def _row_schedule(
+    spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int, row_split: int = 1, split_by: str = "the row_split hint"
+) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
     (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
-    blocks is scheduled as one part of it: a row of hidden / row_split columns."""
+    blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked)."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden // row_split
     context = chain_context(spec)
@@ -138,7 +140,7 @@ def _row_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, mult
     ]
     if row_split > 1:
         reasons.append(
-            f"each row split over {row_split} blocks (the row_split hint), block p holding columns [p·{n}, (p + 1)·{n}): "
+            f"each row split over {row_split} blocks ({split_by}), block p holding columns [p·{n}, (p + 1)·{n}): "
             f"{row_split} times the blocks of one row per block, no op reducing across the parts"
         )
     if block_m > 1:
@@ -465,8 +467,45 @@ def _checked_row_split(spec: KernelSpec, variant: str, block_m: int, multiple: i
     return row_split
 
 
-def choose_schedule(spec: KernelSpec) -> Schedule:
-    """Variant, threads, block_m and vector width; prefetch is decided once the stages are known."""
+# Few tokens leave most SMs without a row where one block holds a whole one: DeepSeek-V3's q_b (24576 bf16
+# columns, per-head RoPE) ran 2.7 / 2.9 / 4.2 µs at 1 / 8 / 64 tokens with one block per row, against
+# torch.compile's 1.6 / 2.5 / 8.5; split into 16 parts of 1536 columns 1.3–1.5 / 1.65–1.72 / 3.46 µs. At 256
+# tokens the split ran within 5 % of the whole row and at 16384 8 % slower (418 against 388 µs), so the
+# planner splits only for the first token bucket (H200, perf/variants17, docs/bench/split/).
+FEW_TOKENS = 64
+# The least a part moves. Parts of 3–4 KB ran fastest: q_b's 3 KB parts (64 threads) 1.31 µs at one token
+# against 1.53 for 1.5 KB (32 threads); Gemma 3's q (4096 bf16 columns, heads of 256) 1.58 / 1.62 µs at 1 / 8
+# tokens in 4 KB parts, 1.76 / 1.93 in 2 KB parts — slower than the whole 8 KB row's 1.73 / 1.74.
+MIN_PART_BYTES = 3072
+
+
+def few_token_split(spec: KernelSpec) -> int:
+    """The blocks each row is split over when at most FEW_TOKENS tokens come: the most parts of at least
+    MIN_PART_BYTES each that keep whole heads and groups and that a block can hold; 1 where the chain
+    needs whole rows (ops.Op.needs_whole_row) or the spec's hints pin a schedule a split would change."""
+    hints = spec.schedule
+    pinned = (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots)
+    if any(value != "auto" for value in pinned) or hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
+        return 1
+    context = chain_context(spec)
+    if any(REGISTRY[op.kind].needs_whole_row(op, context) for op in spec.op):
+        return 1
+    multiple = columns_multiple(spec)
+    unit, n, elem = math.lcm(multiple, spec.head_dim or 1), spec.hidden, DTYPE_BYTES[spec.dtype]
+    for parts in range(n // max(unit, -(-MIN_PART_BYTES // elem)), 1, -1):
+        if n % parts or n // parts % unit:
+            continue
+        try:
+            _row_schedule(spec, 1, None, multiple, parts)
+        except ChainError:
+            continue
+        return parts
+    return 1
+
+
+def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
+    """Variant, threads, block_m and vector width; prefetch is decided once the stages are known.
+    `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split)."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
@@ -489,6 +528,10 @@ def choose_schedule(spec: KernelSpec) -> Schedule:
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
+    if few_tokens:
+        parts = few_token_split(spec)
+        why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
+        return _row_schedule(spec, block_m, threads, multiple, parts, why) if parts > 1 else choose_schedule(spec)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:
@@ -620,10 +663,18 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
     return replace(schedule, blocks_per_sm=1)
 
 
-def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+# The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching
+# their next rows; up to this many tokens a block has at most one row, and there is nothing to prefetch.
+# Measured (H200, `fusegen tune`, docs/bench/sweep/tuned-below/): at 256 tokens one row per block beat the
+# planner's stream on both 512-column sweep specs (bf16 LayerNorm 1.73 against 1.91 µs, fp16 RMSNorm 1.53
+# against 1.72), where the stream ran 0.93 × torch.compile (docs/bench/split/).
+STREAM_MIN_TOKENS = 1025
+
+
+def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], stream: bool = True) -> Schedule:
     """The variant "auto" resolves to, with its resources: streamed (ring and grid sized) where
     `_stream_by_default` says so and the ring can take the row, else one row per block (fragment) with its
-    blocks per SM."""
+    blocks per SM. `stream` False: the route serves fewer than STREAM_MIN_TOKENS tokens."""
     if schedule.variant == "stream":
         return with_stream(spec, schedule, side_inputs)
     if schedule.variant != "fragment":
@@ -634,6 +685,11 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         fragment = "variant auto → fragment: the stream variant's persistent blocks take whole rows, not parts of them"
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     why = _stream_by_default(spec, schedule, side_inputs)
+    if why is not None and not stream:
+        few = (
+            f"variant auto → fragment: up to {STREAM_MIN_TOKENS - 1} tokens a stream's persistent blocks would have no next row to prefetch"
+        )
+        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (few,)), side_inputs)
     if why is None:
         fragment = "variant auto → fragment: the whole row fits in registers, so x is read once"
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)

@@ -25,8 +25,9 @@ LN = {"kind": "layernorm"}
 
 
 def planned(ops, dtype="bfloat16", hidden=4096, **extra):
+    """The schedule for many tokens (the last route: the sweep's counts)."""
     spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
-    return plan(spec, "k.toml").routes[0].schedule
+    return plan(spec, "k.toml").routes[-1].schedule
 
 
 def rope(dim=64, **kw):
@@ -162,7 +163,7 @@ def test_two_blocks_that_fit_only_squeezed_read_the_side_inputs_where_used():
     pinned = planned([RMS, rope(), quant()], "float16", 16384, outputs={"y": False}, schedule={"prefetch": True})
     assert (pinned.blocks_per_sm, pinned.prefetch) == (2, True)
     p = load_and_plan([ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"])[0]
-    assert (p.routes[0].schedule.blocks_per_sm, p.routes[0].schedule.prefetch) == (2, True)
+    assert (p.routes[-1].schedule.blocks_per_sm, p.routes[-1].schedule.prefetch) == (2, True)
 
 
 def test_side_inputs_too_big_to_stage_in_two_blocks_are_read_where_used():
@@ -195,5 +196,28 @@ def test_a_wide_row_takes_a_block_size_that_leaves_room_for_two_blocks():
     """DeepSeek MLA q_b (24576 bf16 columns): 1024 threads ran 0.80 × copy, one block per SM; 512 threads
     with a launch bound of two 0.98 (docs/bench/sweep/ab.md)."""
     p = load_and_plan([ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"])[0]
-    s = p.routes[0].schedule
+    s = p.routes[-1].schedule
     assert (s.threads, s.vector_bytes, s.blocks_per_sm) == (512, 16, 2)
+
+
+def test_few_tokens_take_one_row_per_block_where_many_would_stream():
+    """At 256 tokens one row per block beat the planner's stream on both 512-column sweep specs by ~10 %
+    (the stream lost to torch.compile there): below 1025 tokens a persistent block has no next row."""
+    p = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
+    few, many = p.routes
+    assert (few.first_tokens, few.last_tokens, few.schedule.variant) == (1, 1024, "fragment")
+    assert any("no next row to prefetch" in r for r in few.schedule.reasons)
+    assert (many.first_tokens, many.last_tokens, many.schedule.variant) == (1025, None, "stream")
+
+
+@pytest.mark.parametrize(("tokens", "variant"), [(256, "fragment"), (1024, "fragment"), (1025, "stream")])
+def test_a_pinned_count_takes_the_variant_of_its_range(tokens, variant):
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [RMS], "tokens": tokens})
+    (route,) = plan(spec, "k.toml").routes
+    assert (route.first_tokens, route.last_tokens, route.schedule.variant) == (1, None, variant)
+
+
+def test_a_pinned_stream_serves_every_count():
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [RMS], "schedule": {"variant": "stream"}})
+    (route,) = plan(spec, "k.toml").routes
+    assert route.schedule.variant == "stream"

@@ -9,14 +9,14 @@ import re
 from pathlib import Path
 
 import pytest
-from cases import CASES, PENDING_GPU_CASES, spec_for
+from cases import CASES, spec_for
 
 from fusegen.build import collect_spec_files, load_and_plan
 from fusegen.emit import kernel_module, plan_json, reference_module
 from fusegen.errors import ChainError
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec
-from fusegen.tuning import Tuning
+from fusegen.tuning import TunedRoute, Tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 # DeepSeek-V3's q_b: 128 heads of 192, gptj RoPE on the last 64 of each from a cos_sin_cache.
@@ -27,7 +27,7 @@ Q_B = {
     "head_dim": 192,
     "op": [{"kind": "rope", "rope_dim": 64, "style": "gptj", "source": "cache", "max_position": 8192}],
 }
-SPLIT_CASES = sorted(name for name in PENDING_GPU_CASES if "row_split" in spec_for(name).get("schedule", {}))
+SPLIT_CASES = sorted(name for name in CASES if "row_split" in spec_for(name).get("schedule", {}))
 
 
 def planned(spec: dict, **schedule):
@@ -158,11 +158,68 @@ def test_the_ledger_counts_the_same_bytes_split():
     assert planned(Q_B, row_split=16).ledger == planned(Q_B).ledger
 
 
-def test_auto_keeps_one_block_per_row_for_every_spec_and_case():
-    """The split is not yet measured on a GPU: the planner picks it for no chain, and an unsplit plan.json
-    has no row_split (as before the hint existed)."""
+def test_auto_splits_rows_only_for_few_tokens_for_every_spec_and_case():
+    """Left "auto", a row is split only on the planner's route for up to 64 tokens; every other route keeps
+    one block per row, and its plan.json has no row_split (as before the hint existed)."""
     plans = load_and_plan(collect_spec_files([ROOT / "specs", ROOT / "specs" / "models"]), Tuning.load(ROOT / "tuning.json"))
     plans += [plan(KernelSpec.model_validate(spec_for(name)), name) for name in CASES]
-    assert all(route.schedule.row_split == 1 for p in plans for route in p.routes)
-    assert all('"row_split"' not in plan_json(p) for p in plans)
+    split = [r for p in plans for r in p.routes if r.schedule.row_split > 1]
+    assert split and all(r.last_tokens == 64 for r in split)
+    whole = [p for p in plans if all(r.schedule.row_split == 1 for r in p.routes)]
+    assert all('"row_split"' not in plan_json(p) for p in whole)
     assert "row_split" not in KernelSpec.model_validate(Q_B).model_dump(mode="json")["schedule"]
+
+
+def test_the_planner_splits_rows_for_few_tokens_where_the_chain_allows():
+    """q_b at 1 / 8 / 64 tokens ran 2.7 / 2.9 / 4.2 µs with one block per row, 1.31 / 1.65 / 3.46 split into
+    16 parts of 1536 columns, and 8 % slower split at 16384: the split is the route for up to 64 tokens."""
+    p = load_and_plan([ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"])[0]
+    few, many = p.routes
+    assert (few.first_tokens, few.last_tokens, many.first_tokens, many.last_tokens) == (1, 64, 65, None)
+    assert (few.schedule.row_split, few.schedule.padded_hidden, many.schedule.row_split) == (16, 1536, 1)
+    assert any("the planner's split for up to 64 tokens" in r for r in few.schedule.reasons)
+    source = kernel_module(p)
+    assert "T.Kernel(m, row_split" in source and "Tokens 1–64" in source
+
+
+@pytest.mark.parametrize(
+    ("tokens", "row_split"),
+    [(8, 16), (64, 16), (65, 1), (4096, 1)],
+)
+def test_a_pinned_token_count_takes_the_one_route_that_serves_it(tokens, row_split):
+    (route,) = plan(KernelSpec.model_validate({**Q_B, "tokens": tokens}), "k.toml").routes
+    assert (route.first_tokens, route.last_tokens, route.schedule.row_split) == (1, None, row_split)
+
+
+def test_parts_keep_at_least_3_kb_whole_heads_and_groups():
+    # bf16 4096 in heads of 128 → 2 parts of 2048 (4 KB; 4 of 2 KB would be too small); fp32 → 4 of 1024
+    # (3 KB would cut a head); parts of whole 1024-column groups in fp32 → 4
+    head = {"name": "k", "hidden": 4096, "head_dim": 128, "op": [{"kind": "rmsnorm", "over": "head"}, {"kind": "rope", "rope_dim": 128}]}
+    assert planned({**head, "dtype": "bfloat16"}).routes[0].schedule.row_split == 2
+    assert planned({**head, "dtype": "float32"}).routes[0].schedule.row_split == 4
+    # 2048 bf16 columns (4 KB) would make parts of 2 KB: nothing to split
+    assert len(planned({**head, "dtype": "bfloat16", "hidden": 2048}).routes) == 1
+    grouped = {**head, "dtype": "float32", "op": [{"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8", "group_size": 1024}]}
+    assert planned(grouped).routes[0].schedule.row_split == 4
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"op": [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 64}]},  # a row-wide norm
+        {"op": [{"kind": "rope", "rope_dim": 64}, {"kind": "quant_fp8"}]},  # a per-token scale
+        {"schedule": {"threads": 512}},
+        {"hidden": 3072, "schedule": {"variant": "stream"}},
+        {"schedule": {"row_split": 2}},
+        {"schedule": {"block_m": 2}},
+    ],
+)
+def test_no_split_route_where_the_chain_needs_whole_rows_or_the_hints_pin_the_schedule(extra):
+    p = planned({**Q_B, **extra})
+    assert len(p.routes) == 1 and p.routes[0].last_tokens is None
+
+
+def test_tuned_routes_replace_the_planners_split():
+    tuned = (TunedRoute(1, None, {"variant": "fragment", "threads": 384}, "test"),)
+    (route,) = plan(KernelSpec.model_validate(Q_B), "k.toml", tuned).routes
+    assert (route.schedule.row_split, route.schedule.threads) == (1, 384)

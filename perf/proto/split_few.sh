@@ -5,7 +5,9 @@
 #   few      the chains it splits, and rope → group quant 7168 whole, at 1 … 256 tokens against torch.compile;
 #   small8   the untuned sweep at 8 tokens against torch.compile (static, CUDA-graph timed), as far as the
 #            time allows (bench.json is written after every kernel);
-#   small256 the same at 256 tokens.
+#   small256 the same at 256 tokens;
+#   wide     the untuned sweep at 8 tokens and at its M = max(16384, 2^26 / hidden), fusegen alone;
+#   ncu      ncu of rope → group quant 7168 at 8 tokens (whole and split) beside Qwen3 q.
 # Results in $OUT. Run from the repo root with tilelang importable.
 set -u
 out=${OUT:-/tmp/split-few}
@@ -47,3 +49,19 @@ for count in 8 256; do
         pack
     fi
 done
+if [[ $steps == *" wide "* ]]; then
+    timeout "$(($(left) - 60))" python3 -m fusegen bench perf/sweep --tokens 8 --sweep-tokens --baselines --no-host-cost \
+        --tuning "$out/no-tuning.json" --out-dir "$out/wide" > "$out/bench-wide.log" 2>&1
+    echo "wide exit $? at $((SECONDS - start)) s"
+    pack
+fi
+if [[ $steps == *" ncu "* ]]; then
+    # Why rope → group quant 7168 takes ~2.8 µs at 8 tokens where q_b's per-head RoPE takes 1.7 (whole and split).
+    python3 -m fusegen build perf/variants17/rope_g128_bf16_7168_auto.toml perf/variants17/rope_g128_bf16_7168_split1.toml \
+        specs/models/qwen3-8b-q.toml --out ncu_gen --tuning "$out/no-tuning.json" > "$out/ncu-build.log" 2>&1
+    TOKENS=8 timeout 50 ncu --section SpeedOfLight --section LaunchStats --section WarpStateStats --section SchedulerStats \
+        --launch-skip 0 --launch-count 6 python3 perf/proto/ncu_rows.py ncu_gen rope_g128_bf16_7168 rope_g128_bf16_7168_split1 \
+        qwen3_8b_q_norm_rope > "$out/ncu-small.txt" 2>&1
+    echo "ncu exit $? at $((SECONDS - start)) s"
+    pack
+fi
