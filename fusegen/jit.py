@@ -8,6 +8,8 @@ none. An entry whose files do not all record the identity is not trusted: it is 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import sys
@@ -36,6 +38,18 @@ def cache_dir() -> Path:
     """FUSEGEN_CACHE_DIR, or ~/.cache/fusegen."""
     configured = os.environ.get(CACHE_ENV)
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "fusegen"
+
+
+@functools.cache
+def generator_digest() -> str:
+    """A digest of fusegen's own source. The cache keeps each generator's builds apart: a build from a
+    fusegen whose planner or emitters have since changed (its version string unchanged) has the same
+    identity but not the same kernel, and must not be imported for this one."""
+    package = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def _compiling_forbidden() -> bool:
@@ -112,14 +126,15 @@ def load(source, *, tuning: Tuning = UNTUNED, notify: Callable[[str], None] = _q
     """The kernel module of a spec (`kernel`, `reference`, `Outputs`, `launcher`, ...), built on demand.
 
     `source` is a path to a .toml spec, TOML text or a KernelSpec. The build goes into
-    `<FUSEGEN_CACHE_DIR or ~/.cache/fusegen>/<identity>/`, keyed by the kernel's identity (its name and
-    a hash of the spec and fusegen's version), so the same spec from any source is built once per user
-    and imported once per process. With FUSEGEN_NO_COMPILE=1 a spec not in the cache raises CacheMiss
+    `<FUSEGEN_CACHE_DIR or ~/.cache/fusegen>/<generator>/<identity>/`, keyed by the kernel's identity (its
+    name and a hash of the spec and fusegen's version) under a digest of fusegen's own source
+    (generator_digest), so the same spec from any source is built once per user and fusegen, and imported
+    once per process. With FUSEGEN_NO_COMPILE=1 a spec not in the cache raises CacheMiss
     instead of compiling. Raises SpecError for a bad spec; `notify` hears a wait for another process's
     build and each compilation."""
     spec, text, shown = _spec_of(source)
     plan = plan_spec(spec, text, shown, tuning)
-    cache = cache_dir()
+    cache = cache_dir() / generator_digest()
     directory = cache / plan.identity
     module = _imported(directory, plan.identity)
     if module is not None:

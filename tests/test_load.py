@@ -14,7 +14,7 @@ import pytest
 
 import fusegen
 from fusegen.emit import program_sources
-from fusegen.jit import CacheMiss
+from fusegen.jit import CacheMiss, generator_digest
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_TEXT = """name = "load_probe"
@@ -51,9 +51,10 @@ def test_path_text_and_kernel_spec_share_one_build(cache, tmp_path):
     from_str_path = fusegen.load(str(path), notify=heard.append)
     assert heard == ["compiled load_probe (1/1)"]
     assert from_text is from_path is from_spec is from_str_path
-    assert [p.name for p in cache.iterdir() if p.is_dir()] == [from_text.IDENTITY]
-    assert Path(from_text.__file__).parent == cache / from_text.IDENTITY
-    sources = program_sources((cache / from_text.IDENTITY / "kernel.cu").read_text())
+    builds = cache / generator_digest()
+    assert [p.name for p in builds.iterdir() if p.is_dir()] == [from_text.IDENTITY]
+    assert Path(from_text.__file__).parent == builds / from_text.IDENTITY
+    sources = program_sources((builds / from_text.IDENTITY / "kernel.cu").read_text())
     assert len(sources) == len(from_text.launcher.programs) and all("__global__" in s for s in sources)
     assert from_text.launcher.op.name().startswith("fusegen::load_probe_")
 
@@ -85,7 +86,7 @@ def test_no_compile_turns_a_miss_into_an_error_naming_spec_and_cache(cache, monk
 def test_an_entry_that_does_not_record_its_identity_is_rebuilt(cache):
     text = spec_text(4e-5)
     identity = fusegen.load(text).IDENTITY
-    entry = cache / identity
+    entry = cache / generator_digest() / identity
     reference = entry / "reference.py"
     reference.write_text(reference.read_text().replace(identity, "load_probe-000000000000"))
     # A new process: this one already holds the module.
@@ -95,7 +96,7 @@ def test_an_entry_that_does_not_record_its_identity_is_rebuilt(cache):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"['compiled load_probe (1/1)'] {identity}"
     assert identity in reference.read_text()
-    assert [p.name for p in cache.iterdir() if p.is_dir()] == [identity]
+    assert [p.name for p in (cache / generator_digest()).iterdir() if p.is_dir()] == [identity]
 
 
 def _load_in_child(text: str, cache: str, log: str, start) -> None:
@@ -131,7 +132,7 @@ def test_two_processes_loading_one_new_spec_build_it_once(cache, tmp_path):
     assert len(builds) == 1, lines
     assert len(loads) == 2, lines
     assert len({line.split(" ", 2)[2] for line in loads}) == 1
-    assert [p.name for p in cache.iterdir() if p.is_dir()] == [loads[0].split()[2]]
+    assert [p.name for p in (cache / generator_digest()).iterdir() if p.is_dir()] == [loads[0].split()[2]]
 
 
 def test_build_out_is_importable_under_a_projects_package_from_any_directory(tmp_path):
@@ -155,3 +156,30 @@ def test_build_out_is_importable_under_a_projects_package_from_any_directory(tmp
         "mypkg.kernels.load_probe.reference",
     )
     assert op.startswith("fusegen::load_probe_")
+
+
+def test_a_build_of_another_fusegen_source_is_not_imported(cache, monkeypatch):
+    """A planner or emitter change keeps the version string and the identity, not the kernel: the cache
+    keys builds by a digest of fusegen's source too, so a build of the old source is a miss."""
+    text = spec_text(7e-6)
+    first = fusegen.load(text)
+    monkeypatch.delitem(sys.modules, fusegen.jit._module_name(first.IDENTITY))  # as in a new process
+    monkeypatch.setattr(fusegen.jit, "generator_digest", lambda: "another-fusegen")
+    monkeypatch.setenv("FUSEGEN_NO_COMPILE", "1")
+    with pytest.raises(fusegen.CacheMiss):
+        fusegen.load(text)
+    assert (cache / generator_digest() / first.IDENTITY).is_dir()
+
+
+def test_the_generator_digest_follows_fusegen_source(tmp_path, monkeypatch):
+    package = tmp_path / "fusegen"
+    package.mkdir()
+    (package / "plan.py").write_text("RULE = 1\n")
+    monkeypatch.setattr(fusegen.jit, "__file__", str(package / "jit.py"))
+    fusegen.jit.generator_digest.cache_clear()
+    before = fusegen.jit.generator_digest()
+    (package / "plan.py").write_text("RULE = 2\n")
+    fusegen.jit.generator_digest.cache_clear()
+    after = fusegen.jit.generator_digest()
+    fusegen.jit.generator_digest.cache_clear()
+    assert before != after
