@@ -479,28 +479,38 @@ FEW_TOKENS = 64
 MIN_PART_BYTES = 3072
 
 
-def few_token_split(spec: KernelSpec) -> int:
-    """The blocks each row is split over when at most FEW_TOKENS tokens come: the most parts of at least
-    MIN_PART_BYTES each that keep whole heads and groups and that a block can hold; 1 where the chain
-    needs whole rows (ops.Op.needs_whole_row) or the spec's hints pin a schedule a split would change."""
+def row_splits(spec: KernelSpec, min_part_bytes: int) -> tuple[int, ...]:
+    """Every number of parts, most first, a row of this chain can be split into with parts of at least
+    `min_part_bytes` that keep whole heads and groups and that a block can hold; () where the chain needs
+    whole rows (ops.Op.needs_whole_row) or its variant or block_m hint rules a split out."""
     hints = spec.schedule
-    pinned = (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots)
-    if any(value != "auto" for value in pinned) or hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
-        return 1
+    if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
+        return ()
     context = chain_context(spec)
     if any(REGISTRY[op.kind].needs_whole_row(op, context) for op in spec.op):
-        return 1
+        return ()
     multiple = columns_multiple(spec)
     unit, n, elem = math.lcm(multiple, spec.head_dim or 1), spec.hidden, DTYPE_BYTES[spec.dtype]
-    for parts in range(n // max(unit, -(-MIN_PART_BYTES // elem)), 1, -1):
+    found = []
+    for parts in range(n // max(unit, -(-min_part_bytes // elem)), 1, -1):
         if n % parts or n // parts % unit:
             continue
         try:
             _row_schedule(spec, 1, None, multiple, parts)
         except ChainError:
             continue
-        return parts
-    return 1
+        found.append(parts)
+    return tuple(found)
+
+
+def few_token_split(spec: KernelSpec) -> int:
+    """The blocks each row is split over when at most FEW_TOKENS tokens come: the most parts of at least
+    MIN_PART_BYTES (row_splits); 1 where there are none, or the spec's hints pin a schedule a split would
+    change."""
+    hints = spec.schedule
+    if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots)):
+        return 1
+    return next(iter(row_splits(spec, MIN_PART_BYTES)), 1)
 
 
 def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:

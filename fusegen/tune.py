@@ -25,9 +25,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .errors import ChainError, SpecError, one_line
-from .model import Plan, TokenRange
+from .model import Plan, Schedule, TokenRange
 from .plan import plan, staged_inputs
-from .schedule import FRAGMENT_SQUEEZE, SM_REGISTERS, STREAM_MIN_ELEMS_PER_THREAD, fragment_registers, thread_counts
+from .schedule import FRAGMENT_SQUEEZE, SM_REGISTERS, STREAM_MIN_ELEMS_PER_THREAD, fragment_registers, row_splits, thread_counts
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,
@@ -51,6 +51,9 @@ BLOCKS_PER_SM_CHOICES = (2, 3, 4, 5, 6, 8)
 # Fewer fp32 values per thread than this leave most threads idle between loads; more than the planner's
 # hard limit spill.
 MIN_ELEMS_PER_THREAD = 8
+# Split candidates go below the planner's 3 KB parts (schedule.MIN_PART_BYTES) to 1 KB: q_b's 1.5 KB parts ran
+# 1.53 µs at one token against 1.31 for 3 KB, close enough that smaller parts may win on other chains.
+MIN_TUNED_PART_BYTES = 1024
 MARGIN = 0.02
 # Correctness is checked where it is cheap: the kernel's code is the same at every count, only the grid grows.
 CHECKED_TOKENS_MAX = 256
@@ -64,9 +67,11 @@ class Candidate:
     median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
 
 
-def _concrete(p: Plan) -> dict:
-    s = p.schedule
-    return {
+def _concrete(s: Schedule) -> dict:
+    """A schedule's hints, every one concrete (row_split only where it splits: unsplit winners are written
+    as before the hint existed)."""
+    split = {"row_split": s.row_split} if s.row_split > 1 else {}
+    return split | {
         "variant": s.variant,
         "block_m": s.block_m,
         "threads": s.threads,
@@ -103,9 +108,11 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
-    found = {json.dumps(_concrete(default), sort_keys=True): Candidate(_concrete(default), default)}
-    for combo in itertools.product(*free.values()):
-        chosen = dict(zip(free, combo))
+    found = {json.dumps(_concrete(default.schedule), sort_keys=True): Candidate(_concrete(default.schedule), default)}
+    # Rows split over blocks (each count of parts with the planner's other choices): what wins at few tokens.
+    splits = row_splits(spec, MIN_TUNED_PART_BYTES) if "row_split" not in pinned else ()
+    combos = [dict(zip(free, combo)) for combo in itertools.product(*free.values())] + [{"row_split": parts} for parts in splits]
+    for chosen in combos:
         if chosen.get("variant") == "stream" and chosen.get("joint_reduction", "auto") != "auto":
             continue
         hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **chosen})
@@ -116,8 +123,8 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
             continue
         if not _worth_timing(p):
             continue
-        key = json.dumps(_concrete(p), sort_keys=True)
-        found.setdefault(key, Candidate(_concrete(p), p))
+        key = json.dumps(_concrete(p.schedule), sort_keys=True)
+        found.setdefault(key, Candidate(_concrete(p.schedule), p))
     return list(found.values())
 
 
@@ -272,7 +279,8 @@ def winners(spec: KernelSpec, found: list[Candidate], measured: Measured) -> Gpu
                 first_tokens=bucket.first_tokens,
                 last_tokens=bucket.last_tokens,
                 measured_at=at,
-                hints=WinnerHints.model_validate(chosen.hints),
+                # The route that ran at this count: the planner's own plan may route few tokens elsewhere.
+                hints=WinnerHints.model_validate(_concrete(chosen.plan.route_for(at).schedule)),
                 median_us=round(chosen.median_us[at], 3),
                 planner_median_us=round(base, 3),
                 candidates=len(timed),
@@ -449,4 +457,7 @@ def render_report(report: list[dict], env: dict) -> str:
 def _variant_label(hints: dict) -> str:
     blocks = hints.get("blocks_per_sm", "auto")
     slots = hints.get("ring_slots", "auto")
-    return f"{hints['variant']} ({blocks}/SM, {slots} slots)" if hints["variant"] == "stream" else hints["variant"]
+    if hints["variant"] == "stream":
+        return f"stream ({blocks}/SM, {slots} slots)"
+    split = hints.get("row_split", "auto")
+    return f"{hints['variant']} (rows in {split} parts)" if split != "auto" else hints["variant"]

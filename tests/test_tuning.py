@@ -421,3 +421,34 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
     chosen = winners(spec, quick, Measured()).buckets
     assert {b.median_us for b in chosen} == {93.0} and {b.planner_median_us for b in chosen} == {100.0}
     assert chosen[0].hints.model_dump() == WinnerHints.model_validate(quick[-1].hints).model_dump()
+
+
+Q_B_SPEC = ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"
+
+
+def test_tune_times_rows_split_into_parts_of_a_kilobyte_or_more():
+    spec, _ = load_spec(Q_B_SPEC)
+    split = {c.hints["row_split"]: c for c in candidates(spec) if "row_split" in c.hints}
+    assert sorted(split) == [2, 4, 8, 16, 32]  # parts of whole 192-column heads, at least 512 bf16 columns
+    assert all(c.plan.routes[-1].schedule.row_split == parts and len(c.plan.routes) == 1 for parts, c in split.items())
+
+
+def test_the_planners_winner_is_recorded_as_the_route_that_ran_at_each_count():
+    """The planner's own plan of q_b splits rows up to 64 tokens: where it wins the first bucket, the tuning
+    file must say so, or the tuned build would run a schedule nobody timed."""
+    from fusegen.tune import render_report, winners
+
+    spec, _ = load_spec(Q_B_SPEC)
+    planner = candidates(spec)[0]
+    planner.median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
+    few, mid, many = winners(spec, [planner], Measured()).buckets
+    assert few.hints.row_split == 16 and mid.hints.row_split == many.hints.row_split == "auto"
+    report = [
+        {"kernel": spec.name, "candidates": [{"rejected": None}], "winners": winners(spec, [planner], Measured()).model_dump(mode="json")}
+    ]
+    assert "| fragment (rows in 16 parts) 64 × 1, True," in render_report(report, {"gpu": GPU, "date": "2026-12-01", "commit": "abc1234"})
+    table = with_winners(TuningTable(), spec, GPU, winners(spec, [planner], Measured()))
+    tuned = plan(spec, "q_b.toml", routes_for(table, spec, GPU))
+    assert [(r.first_tokens, r.last_tokens, r.schedule.row_split, r.schedule.threads) for r in tuned.routes] == [
+        (r.first_tokens, r.last_tokens, r.schedule.row_split, r.schedule.threads) for r in planner.plan.routes
+    ]
