@@ -1,7 +1,7 @@
 """Writes perf/variants17: the model specs whose chains need no whole row (per-head QK-norm and RoPE, MLA
 q_b's RoPE) and two sweep-like per-head chains, each at every row_split that keeps parts of whole heads
-and groups up to 32, and as the planner routes it (`_auto`) — the data behind the planner's split for
-few tokens (issue 14: MLA q_b at 8 tokens 0.88× torch.compile)."""
+and groups up to 32, and the two sweep-like ones as the planner routes them (`_auto`) — the data behind
+the planner's split for few tokens (issue 14: MLA q_b at 8 tokens 0.88× torch.compile)."""
 
 import sys
 import tomllib
@@ -29,7 +29,8 @@ def main() -> None:
     for base, text in bases.items():
         spec = tomllib.loads(text)
         unit = spec.get("head_dim") or 1
-        (OUT / f"{spec['name']}_auto.toml").write_text(text)  # the planner's own routes
+        if base in EXTRA:  # the planner's own routes (the models' are specs/models themselves)
+            (OUT / f"{spec['name']}_auto.toml").write_text(text)
         for split in (1, 2, 4, 7, 8, 16, 32):
             if spec["hidden"] % (split * unit):
                 continue
