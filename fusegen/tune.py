@@ -179,11 +179,29 @@ def _tight_bounds(found: list[Candidate]) -> list[Candidate]:
     return sorted(bounded, key=lambda c: -c.plan.schedule.blocks_per_sm)[:QUICK_BOUNDS]
 
 
+def _more_threads(found: list[Candidate]) -> list[Candidate]:
+    """The planner's own fragment schedule on twice its threads (half the values each): few tokens are
+    latency-bound, where more threads per row win — 8- and 256-token buckets of the committed full tunes
+    went to 256 threads × 16 values where the planner took 128 × 32 (docs/bench/tune/quick-check.md)."""
+    own = found[0].plan.schedule
+    if own.variant != "fragment":
+        return []
+
+    def same_but_threads(s: Schedule) -> tuple:
+        return (s.variant, s.block_m, s.vector_elems, s.prefetch, s.joint_reduction, s.row_split)
+
+    twice = [
+        c for c in found[1:] if c.plan.schedule.threads == 2 * own.threads and same_but_threads(c.plan.schedule) == same_but_threads(own)
+    ]
+    return sorted(twice, key=lambda c: rank_key(c.plan))[:1]
+
+
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), its tightest launch bounds
-    (_tight_bounds) and the others rank_key puts first up to `count`, taken from each variant in turn:
-    which variant wins moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
-    bounds = _tight_bounds(found)
+    (_tight_bounds), its schedule on twice the threads (_more_threads) and the others rank_key puts first
+    up to `count`, taken from each variant in turn: which variant wins moved with the chain and the width
+    (NOTES.md steps 14–15), so neither is left out."""
+    bounds = _tight_bounds(found) + _more_threads(found)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:
