@@ -36,16 +36,22 @@ def _report_usage_error(exc: UsageError) -> int:
     return SPEC_ERROR_EXIT
 
 
+def _check_named_tuning(args) -> None:
+    """A tuning file named on the command line of a command that reads it is meant: missing, it is a typo
+    (UsageError), not a silent untuned run. An empty table, {}, plans untuned."""
+    if args.tuning and not Path(args.tuning).is_file():
+        raise UsageError(f"--tuning {args.tuning}: no such file (a file holding {{}} plans untuned)")
+
+
 def _tuning(args):
     """The tuning winners to plan with, and which file they come from (results depend on it, and the
     default is looked for in the working directory). A missing default is normal (untuned); a file
     named with --tuning that is missing is a UsageError."""
     from .tuning import TUNING_FILE, UNTUNED, Tuning
 
+    _check_named_tuning(args)
     path = Path(args.tuning or TUNING_FILE)
     if not path.is_file():
-        if args.tuning:
-            raise UsageError(f"--tuning {args.tuning}: no such file")
         return UNTUNED, f"untuned (no {TUNING_FILE} in {Path.cwd()})"
     return Tuning.load(path, args.gpu), f"tuning: {path.resolve()} (winners for {args.gpu})"
 
@@ -166,6 +172,10 @@ def _report_spec_problems(paths: list[str]) -> int | None:
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
 
+    try:
+        _check_named_tuning(args)
+    except UsageError as exc:
+        return _report_usage_error(exc)
     return _report_spec_problems(args.paths) or _report_gpu_problem("bench") or bench_main(args)
 
 

@@ -97,11 +97,15 @@ def fusegen(*args: str) -> subprocess.CompletedProcess:
 def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible here; this checks the message a machine without one gets")
-    result = fusegen(command, "specs/", "--out-dir", str(tmp_path / "results"), "--tuning", str(tmp_path / "tuning.json"))
+    tuning = tmp_path / "tuning.json"
+    if command == "bench":  # bench reads the file it is given, tune writes it
+        tuning.write_text("{}")
+    result = fusegen(command, "specs/", "--out-dir", str(tmp_path / "results"), "--tuning", str(tuning))
     assert result.returncode == NO_GPU_EXIT
     assert "Traceback" not in result.stderr
     assert f"error: fusegen {command} needs a CUDA GPU (Hopper, sm_90a); none is visible (torch {torch.__version__}" in result.stderr
-    assert not list(tmp_path.iterdir()), "nothing is written before the GPU is found missing"
+    written = [path.name for path in tmp_path.iterdir()]
+    assert written == (["tuning.json"] if command == "bench" else []), "nothing is written before the GPU is found missing"
 
 
 @pytest.mark.parametrize(
@@ -110,9 +114,10 @@ def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
         (["bench", "nowhere.toml"], "error: nowhere.toml: no such file or directory"),
         (["tune", "nowhere.toml"], "error: nowhere.toml: no such file or directory"),
         (["bench", "specs/", "--tokens", "0"], "--tokens: must be a whole number of at least 1"),
+        (["bench", "specs/", "--tuning", "tunnig.json"], "error: --tuning tunnig.json: no such file (a file holding {} plans untuned)"),
         (["tune", "specs/", "--jobs", "-1"], "--jobs: must be a whole number of at least 1"),
     ],
-    ids=["bench-missing-spec", "tune-missing-spec", "bench-zero-tokens", "tune-negative-jobs"],
+    ids=["bench-missing-spec", "tune-missing-spec", "bench-zero-tokens", "bench-missing-tuning", "tune-negative-jobs"],
 )
 def test_gpu_commands_report_usage_errors_before_asking_for_a_gpu(arguments, says):
     """A wrong path or argument is the user's to fix wherever they run: it is named (exit 2) before

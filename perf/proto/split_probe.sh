@@ -7,6 +7,7 @@ set -u
 out=${OUT:-/tmp/split-probe}
 mkdir -p "$out"
 start=$SECONDS
+echo '{}' > "$out/no-tuning.json"
 pack() { tar -czf "$out/results.tar.gz" -C "$out" --exclude results.tar.gz .; }
 pending=$(python3 - <<'PY'
 import sys

@@ -6,6 +6,7 @@ set -u
 out=${OUT:-/tmp/stream-few}
 mkdir -p "$out"
 start=$SECONDS
+echo '{}' > "$out/no-tuning.json"
 pack() { tar -czf "$out/results.tar.gz" -C "$out" --exclude results.tar.gz .; }
 FUSEGEN_GPU_REPORT="$out/stream-report.json" timeout 120 python3 -m pytest -m gpu tests/test_gpu_matrix.py -k "rope_tail_neox_64_n512" \
     -q -p no:cacheprovider -n 4 > "$out/stream-tests.log" 2>&1
