@@ -539,9 +539,8 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
     if few_tokens:
-        parts = few_token_split(spec)
         why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
-        return _row_schedule(spec, block_m, threads, multiple, parts, why) if parts > 1 else choose_schedule(spec)
+        return _row_schedule(spec, block_m, threads, multiple, few_token_split(spec), why)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:
