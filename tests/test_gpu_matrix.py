@@ -9,6 +9,7 @@ import pytest
 from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
 from fusegen import checking, testing
+from fusegen.plan import plan
 from fusegen.spec import KernelSpec
 
 # 1: a single row; 3: odd, below any block_m; 8: the seed's small M; 255: a partial last block for
@@ -59,3 +60,20 @@ def test_routed_programs_each_serve_their_counts(name, scratch):
     for tokens in (1, 63, 64, 65, 66, 255, 4096):
         checking.run_and_compare(module, tokens)
     assert module.launcher.compilations == 2
+
+
+def planner_routed_cases() -> list[str]:
+    """The cases the planner itself gives several routes (a split row for few tokens, one row per block
+    below a stream's 1025 tokens)."""
+    return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("name", planner_routed_cases())
+def test_planner_routes_each_serve_both_ends_of_their_range(name, scratch):
+    module = module_for(name, scratch)
+    routes = plan(KernelSpec.model_validate(spec_for(name)), name).routes
+    for route in routes:
+        for tokens in {route.first_tokens, route.last_tokens or route.first_tokens + 1}:
+            checking.run_and_compare(module, tokens)
+    assert module.launcher.compilations == len(module.launcher.programs) == len(routes)
