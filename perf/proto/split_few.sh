@@ -9,15 +9,11 @@
 #   wide     the untuned sweep at 8 tokens and at its M = max(16384, 2^26 / hidden), fusegen alone;
 #   ncu      ncu of rope → group quant 7168 at 8 tokens (whole and split) beside Qwen3 q.
 # Results in $OUT. Run from the repo root with tilelang importable.
-set -u
-out=${OUT:-/tmp/split-few}
+default_out=/tmp/split-few
+source perf/proto/device_prologue.sh
 steps=" ${STEPS:-tests few small8} "
 budget=${BUDGET_S:-500}
-mkdir -p "$out"
-start=$SECONDS
-echo '{}' > "$out/no-tuning.json"
 left() { echo $((budget - (SECONDS - start))); }
-pack() { tar -czf "$out/results.tar.gz" -C "$out" --exclude results.tar.gz .; }
 if [[ $steps == *" tests "* ]]; then
     split_cases=$(python3 - <<'PY'
 import sys

@@ -3,12 +3,8 @@
 # heads of 96/192, the whole-kernel variants without Y); perf/variants17 (every row_split of the chains
 # that need no whole row) at 1 … 256 and 16384 tokens, the unsplit ones against torch.compile; LayerNorm →
 # RoPE 12288 under the unstaging rule. Results in $OUT. Run from the repo root with tilelang importable.
-set -u
-out=${OUT:-/tmp/split-probe}
-mkdir -p "$out"
-start=$SECONDS
-echo '{}' > "$out/no-tuning.json"
-pack() { tar -czf "$out/results.tar.gz" -C "$out" --exclude results.tar.gz .; }
+default_out=/tmp/split-probe
+source perf/proto/device_prologue.sh
 pending=$(python3 - <<'PY'
 import sys
 sys.path.insert(0, "tests")
