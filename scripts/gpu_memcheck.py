@@ -1,5 +1,6 @@
 """Small runs for compute-sanitizer: every generated kernel (unless --stream-only), then every stream case
-of tests/cases.py, and every case still pending a GPU run. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
+of tests/cases.py, every case still pending a GPU run, and (unless --stream-only) every route the planner
+adds for few tokens. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
@@ -38,11 +39,21 @@ for name in sorted(PENDING_GPU_CASES):
 for name in sorted({**CASES, **PENDING_GPU_CASES}):
     spec = KernelSpec.model_validate(spec_for(name))
     planned = plan(spec, name)
-    schedule = planned.routes[0].schedule
-    if schedule.variant != "stream":
-        continue
-    grid = schedule.blocks_per_sm * sm_count()
-    tokens = spec.tokens or 2 * grid + 3
-    checking.run_and_compare(checking.import_plan(planned, scratch / name), tokens)
-    print(f"sanitized {name}: streamed {tokens} tokens over {min(tokens, grid)} blocks, matched the reference", flush=True)
+    module = None
+    for route in planned.routes:
+        schedule = route.schedule
+        if schedule.variant == "stream":
+            grid = schedule.blocks_per_sm * sm_count()
+            tokens = spec.tokens or max(2 * grid + 3, route.first_tokens)
+            what = f"streamed {tokens} tokens over {min(tokens, grid)} blocks"
+        elif len(planned.routes) > 1 and "--stream-only" not in sys.argv:
+            # The routes of a kernel the planner routes by count (rows split over blocks for few tokens, one
+            # row per block below a stream's counts): each at its last count, where its grid is largest.
+            tokens = spec.tokens or route.last_tokens or route.first_tokens
+            what = f"ran its route for {route.label()} tokens at {tokens}"
+        else:
+            continue
+        module = module or checking.import_plan(planned, scratch / name)
+        checking.run_and_compare(module, tokens)
+        print(f"sanitized {name}: {what}, matched the reference", flush=True)
 sys.exit(0)
