@@ -1,6 +1,6 @@
 """Small runs for compute-sanitizer: every generated kernel (unless --stream-only), then every stream case
-of tests/cases.py, every case still pending a GPU run, and (unless --stream-only) every route the planner
-adds for few tokens. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
+of tests/cases.py, every case still pending a GPU run, and (unless --stream-only) every route of a kernel the
+planner routes by token count. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
@@ -48,7 +48,7 @@ for name in sorted({**CASES, **PENDING_GPU_CASES}):
             what = f"streamed {tokens} tokens over {min(tokens, grid)} blocks"
         elif len(planned.routes) > 1 and "--stream-only" not in sys.argv:
             # The routes of a kernel the planner routes by count (rows split over blocks for few tokens, one
-            # row per block below a stream's counts): each at its last count, where its grid is largest.
+            # row per block below a stream's counts): each at its last count (the open last one at its first).
             tokens = spec.tokens or route.last_tokens or route.first_tokens
             what = f"ran its route for {route.label()} tokens at {tokens}"
         else:
