@@ -9,8 +9,8 @@ from pydantic import Field
 from ..codegen import KernelFrame, literal
 from ..cuda_checks import Check, fragment_vector_store
 from ..model import Constant, Reduction, Schedule, Scratch, Stage
-from . import NORMALIZE, ChainContext, Op, OpSpec, OutputDecl, described, kind_field, norm, register
-from .norm import NORM_KEYS, Extent, oracle_extent
+from . import NORMALIZE, ChainContext, OpSpec, OutputDecl, described, kind_field, norm, register
+from .norm import NORM_KEYS, Extent, NormOp, oracle_extent
 from .rmsnorm import EPS_FIELD, EPS_RANGE, RSTD, STAT, rstd_tensor, sample_weight, weight_tensor
 
 MEAN = OutputDecl("mean", "mean", "Write LayerNorm's mean, float32 (M,), or (M, heads) with over = 'head'.", STAT)
@@ -137,7 +137,7 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     return lines
 
 
-class LayerNorm(Op[LayerNormSpec]):
+class LayerNorm(NormOp[LayerNormSpec]):
     kind = "layernorm"
     spec = LayerNormSpec
     place = NORMALIZE
@@ -168,22 +168,6 @@ class LayerNorm(Op[LayerNormSpec]):
             means.append(mean)
             rstds.append(rstd)
         return out, {"mean": extent.oracle_statistic(torch.cat(means, dim=1)), "rstd": extent.oracle_statistic(torch.cat(rstds, dim=1))}
-
-    def columns_multiple_of(self, op, ctx):
-        # A per-head reduction reshapes the padded row into whole heads.
-        return ctx.head_dim if op.over == "head" else 1
-
-    def needs_whole_row(self, op, ctx):
-        return norm.needs_whole_row(op)
-
-    def accepts_layout(self, op, ctx, vector, threads):
-        return norm.accepts_layout(op, ctx, vector, threads)
-
-    def layout_rule(self, op, ctx):
-        return norm.layout_rule(op, ctx)
-
-    def small_variant(self, op, small, full):
-        return norm.small_variant(op, small, full)
 
     def sample_inputs(self, op, shapes, draw):
         drawn = {}

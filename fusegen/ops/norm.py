@@ -18,7 +18,7 @@ from pydantic import Field
 from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of, indent, shape_source
 from ..model import Constant, Dim, Tensor, parts_of, rendered
 from ..model import Extent as NamedExtent
-from . import ChainContext, added_key, described, head_dim_constant
+from . import ChainContext, Op, S, added_key, described, head_dim_constant
 
 # The kernel module's names of a column range's bounds [NORM_START, NORM_END).
 NORM_START, NORM_END = "NORM_START", "NORM_END"
@@ -89,41 +89,6 @@ def check(op, ctx: ChainContext) -> list[tuple[str, str]]:
     if not 0 <= lo < hi <= ctx.hidden or lo % COLUMN_BOUNDARY or (hi % COLUMN_BOUNDARY and hi != ctx.hidden):
         return [("columns", f"must be {COLUMNS_RULE}; hidden = {ctx.hidden}, got [{lo}, {hi}]")]
     return []
-
-
-def accepts_layout(op, ctx, vector: int, threads: int) -> bool:
-    """ops.Op.accepts_layout of a norm: per head, the row tile (one block row's threads × vector) and the
-    head must nest for the statistic's (heads, head_dim) view to map onto the threads — whole tiles per
-    head, or whole heads per tile — and the threads that reduce one head must be a power of two (TileLang's
-    butterfly reduce: all the tile's threads, or a head's share of them). A 96-column head on 256-column
-    tiles failed layout inference ("loop layout is not injective"), on 768-column tiles the 12-thread
-    reduce, on 96 threads of 2 columns the 96-thread one (Phi-3's heads, found by a random spec)."""
-    if op.over != "head":
-        return True
-    tile, head = threads * vector, ctx.head_dim
-    reducing = threads if head % tile == 0 else head // vector if tile % head == 0 else 0
-    return reducing > 0 and reducing & (reducing - 1) == 0
-
-
-def layout_rule(op, ctx) -> str | None:
-    """ops.Op.layout_rule of a norm: accepts_layout in words."""
-    if op.over != "head":
-        return None
-    return (
-        f"per-head statistics need a head of {ctx.head_dim} columns to be a whole number of row tiles (32·k threads × 1, 2, "
-        "4 or 8 columns, a power of two of threads) or to hold a power-of-two number of vectors"
-    )
-
-
-def needs_whole_row(op) -> str | None:
-    """ops.Op.needs_whole_row of a norm: statistics over the row or a column range of it need those columns
-    in one block; a head's columns lie in one part of a split row."""
-    if op.over == "head":
-        return None
-    if op.columns is not None:
-        lo, hi = op.columns
-        return f"normalises over columns [{lo}, {hi}) of the row, not over each part"
-    return "normalises over the whole row"
 
 
 @dataclass(frozen=True)
@@ -307,13 +272,53 @@ def oracle_extent(op, hidden: int, head_dim: int | None) -> Extent:
     return Extent.of(op, ChainContext("float64", hidden, {}, head_dim=head_dim))
 
 
-def small_variant(op: dict, small: ChainContext, full: ChainContext) -> dict:
-    """A column range keeps its place at the seed's small width: the columns after it stay as many (at
-    most half the row), and it starts as far in, in proportion."""
-    if op.get("columns") is None:
-        return op
-    lo, hi = op["columns"]
-    after = min(full.hidden - hi, small.hidden // 2) // COLUMN_BOUNDARY * COLUMN_BOUNDARY
-    end = small.hidden - after
-    start = min(lo * small.hidden // full.hidden // COLUMN_BOUNDARY * COLUMN_BOUNDARY, end - COLUMN_BOUNDARY)
-    return {**op, "columns": [start, end]}
+class NormOp(Op[S]):
+    """What RMSNorm and LayerNorm answer alike, as ops.Op: their statistics' extent decides how the row may
+    be laid out, split and shrunk."""
+
+    def columns_multiple_of(self, op, ctx):
+        # A per-head reduction reshapes the padded row into whole heads.
+        return ctx.head_dim if op.over == "head" else 1
+
+    def needs_whole_row(self, op, ctx) -> str | None:
+        """Statistics over the row or a column range of it need those columns in one block; a head's columns
+        lie in one part of a split row."""
+        if op.over == "head":
+            return None
+        if op.columns is not None:
+            lo, hi = op.columns
+            return f"normalises over columns [{lo}, {hi}) of the row, not over each part"
+        return "normalises over the whole row"
+
+    def accepts_layout(self, op, ctx, vector: int, threads: int) -> bool:
+        """Per head, the row tile (one block row's threads × vector) and the head must nest for the
+        statistic's (heads, head_dim) view to map onto the threads — whole tiles per head, or whole heads per
+        tile — and the threads that reduce one head must be a power of two (TileLang's butterfly reduce: all
+        the tile's threads, or a head's share of them). A 96-column head on 256-column
+        tiles failed layout inference ("loop layout is not injective"), on 768-column tiles the 12-thread
+        reduce, on 96 threads of 2 columns the 96-thread one (Phi-3's heads, found by a random spec)."""
+        if op.over != "head":
+            return True
+        tile, head = threads * vector, ctx.head_dim
+        reducing = threads if head % tile == 0 else head // vector if tile % head == 0 else 0
+        return reducing > 0 and reducing & (reducing - 1) == 0
+
+    def layout_rule(self, op, ctx) -> str | None:
+        """accepts_layout in words."""
+        if op.over != "head":
+            return None
+        return (
+            f"per-head statistics need a head of {ctx.head_dim} columns to be a whole number of row tiles (32·k threads × 1, 2, "
+            "4 or 8 columns, a power of two of threads) or to hold a power-of-two number of vectors"
+        )
+
+    def small_variant(self, op: dict, small: ChainContext, full: ChainContext) -> dict:
+        """A column range keeps its place at the seed's small width: the columns after it stay as many (at
+        most half the row), and it starts as far in, in proportion."""
+        if op.get("columns") is None:
+            return op
+        lo, hi = op["columns"]
+        after = min(full.hidden - hi, small.hidden // 2) // COLUMN_BOUNDARY * COLUMN_BOUNDARY
+        end = small.hidden - after
+        start = min(lo * small.hidden // full.hidden // COLUMN_BOUNDARY * COLUMN_BOUNDARY, end - COLUMN_BOUNDARY)
+        return {**op, "columns": [start, end]}

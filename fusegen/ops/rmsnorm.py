@@ -15,7 +15,6 @@ from . import (
     NORMALIZE,
     ChainContext,
     JointReduction,
-    Op,
     OpSpec,
     OutputDecl,
     added_key,
@@ -24,7 +23,7 @@ from . import (
     norm,
     register,
 )
-from .norm import NORM_KEYS, Extent, oracle_extent
+from .norm import NORM_KEYS, Extent, NormOp, oracle_extent
 
 # eps is added to mean(x²) in float32 and the sum goes through rsqrt: an all-zero row gives rsqrt(eps),
 # finite (at most 2^63) when eps is a normal float32. Above 1 eps would swamp the variance of rows of
@@ -280,7 +279,7 @@ def emit_reference(stage: Stage, hidden: int) -> list[str]:
     return lines
 
 
-class RMSNorm(Op[RMSNormSpec]):
+class RMSNorm(NormOp[RMSNormSpec]):
     kind = "rmsnorm"
     spec = RMSNormSpec
     place = NORMALIZE
@@ -323,22 +322,6 @@ class RMSNorm(Op[RMSNormSpec]):
             out[:, first : first + width] = x * r * (inputs["weight"].double() + offset if op["weight"] else 1.0)
             rstds.append(r)
         return out, {"rstd": extent.oracle_statistic(torch.cat(rstds, dim=1))}
-
-    def columns_multiple_of(self, op, ctx):
-        # A per-head reduction reshapes the padded row into whole heads.
-        return ctx.head_dim if op.over == "head" else 1
-
-    def needs_whole_row(self, op, ctx):
-        return norm.needs_whole_row(op)
-
-    def accepts_layout(self, op, ctx, vector, threads):
-        return norm.accepts_layout(op, ctx, vector, threads)
-
-    def layout_rule(self, op, ctx):
-        return norm.layout_rule(op, ctx)
-
-    def small_variant(self, op, small, full):
-        return norm.small_variant(op, small, full)
 
     def sample_inputs(self, op, shapes, draw):
         return {"weight": sample_weight(draw, shapes["weight"], RMSNormSpec.model_validate(op).weight_offset)} if op["weight"] else {}
