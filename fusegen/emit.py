@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -184,7 +185,18 @@ def _joint_body(plan: Plan, route: Route, frame: KernelFrame, switched: bool = F
 
 
 def _switch_joint(joint: list[str], separate: list[str]) -> list[str]:
-    return ["if joint_reduction:", *indent(joint, 4), "else:", *indent(separate, 4)]
+    """The two ways under `if joint_reduction:` / `else:`, the whole statements both begin with written once
+    before the switch (the norm's partial sums are the same either way; only what follows them differs).
+    The joint way's leading comment stays in its branch."""
+    comment = list(itertools.takewhile(lambda line: line.startswith("#"), joint))
+    joint = joint[len(comment) :]
+    shared = 0
+    for k in range(1, min(len(joint), len(separate))):
+        if joint[k - 1] != separate[k - 1]:
+            break
+        if not joint[k].startswith(" ") and not separate[k].startswith(" "):
+            shared = k  # both go on with a statement of their own: the shared lines end a whole statement
+    return [*joint[:shared], "if joint_reduction:", *indent(comment + joint[shared:], 4), "else:", *indent(separate[shared:], 4)]
 
 
 def schedule_summary(route: Route) -> str:

@@ -85,31 +85,21 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
             for j in T.Parallel(ROPE_HALF):
                 sin_staged[j] = Sin[block, j]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
+            sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
+            rstd = T.alloc_fragment((1,), "float32")
+            for j in T.Parallel(HIDDEN):
+                sumsq_terms[j] = row[j] * row[j]
+            sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
+            sumsq_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
+            T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
+            for t in T.Parallel(threads):
+                sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
             if joint_reduction:
                 # With the joint reduction its factor is applied after op[2]'s amax, one exchange for both.
-                sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
-                rstd = T.alloc_fragment((1,), "float32")
-                for j in T.Parallel(HIDDEN):
-                    sumsq_terms[j] = row[j] * row[j]
-                sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
-                sumsq_thread = T.alloc_fragment((threads,), "float32")
-                T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
-                T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
-                for t in T.Parallel(threads):
-                    sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
                 for j in T.Parallel(HIDDEN):
                     row[j] = row[j] * weight_staged[j]
             else:
-                sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
-                rstd = T.alloc_fragment((1,), "float32")
-                for j in T.Parallel(HIDDEN):
-                    sumsq_terms[j] = row[j] * row[j]
-                sumsq_lanes = T.alloc_fragment((chunks, threads), "float32")
-                sumsq_thread = T.alloc_fragment((threads,), "float32")
-                T.reduce_sum(T.reshape(sumsq_terms, (chunks, threads, vector)), sumsq_lanes, dim=2)
-                T.reduce_sum(sumsq_lanes, sumsq_thread, dim=0)
-                for t in T.Parallel(threads):
-                    sumsq_thread[t] = T.warp_reduce_sum(sumsq_thread[t])
                 sumsq_warps = T.alloc_shared((1, warps), "float32")
                 for t in T.Parallel(threads):
                     if t % 32 == 0:
@@ -126,16 +116,16 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
             for j in T.Parallel(ROPE_DIM, loop_layout=on_row_threads(ROPE_DIM, ROPE_START)):
                 row[ROPE_START + j] = row[ROPE_START + j] * cos_staged[j % ROPE_HALF] + T.shfl_xor(row[ROPE_START + j], 4, 32, 0xff000000) * T.if_then_else(j < ROPE_HALF, -1.0, 1.0) * sin_staged[j % ROPE_HALF]
             # --- op[2] FP8 quant(e4m3fn, per token, scale fp32) ---
+            group_scale = T.alloc_fragment((1,), "float32")
+            inverse_scale = T.alloc_fragment((1,), "float32")
+            quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
+            row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
+            row_amax_thread = T.alloc_fragment((threads,), "float32")
+            T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
+            T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
+            for t in T.Parallel(threads):
+                row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
             if joint_reduction:
-                group_scale = T.alloc_fragment((1,), "float32")
-                inverse_scale = T.alloc_fragment((1,), "float32")
-                quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
-                row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
-                row_amax_thread = T.alloc_fragment((threads,), "float32")
-                T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
-                T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
-                for t in T.Parallel(threads):
-                    row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
                 sumsq_row_amax_warps = T.alloc_shared((2, warps), "float32")
                 for t in T.Parallel(threads):
                     if t % 32 == 0:
@@ -156,15 +146,6 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
                 T.copy(quantized, Q[block, 0])
                 T.copy(group_scale, Scale[block, 0])
             else:
-                group_scale = T.alloc_fragment((1,), "float32")
-                inverse_scale = T.alloc_fragment((1,), "float32")
-                quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
-                row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
-                row_amax_thread = T.alloc_fragment((threads,), "float32")
-                T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
-                T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
-                for t in T.Parallel(threads):
-                    row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])
                 row_amax_warps = T.alloc_shared((1, warps), "float32")
                 for t in T.Parallel(threads):
                     if t % 32 == 0:
