@@ -122,7 +122,7 @@ class ScheduleHints(Strict):
         json_schema_extra=described(
             "fragment, one row per block: the blocks each row is split over, each taking hidden / row_split contiguous "
             "columns, for chains where no op reduces across the whole row (heads, groups and RoPE spans lie inside a part). "
-            "'auto' keeps one block per row."
+            "'auto': one block per row, except for up to 64 tokens, where the planner splits a row that allows it into parts of at least 3 KB."
         ),
     )
 

@@ -294,9 +294,9 @@ class NormOp(Op[S]):
         """Per head, the row tile (one block row's threads × vector) and the head must nest for the
         statistic's (heads, head_dim) view to map onto the threads — whole tiles per head, or whole heads per
         tile — and the threads that reduce one head must be a power of two (TileLang's butterfly reduce: all
-        the tile's threads, or a head's share of them). A 96-column head on 256-column
-        tiles failed layout inference ("loop layout is not injective"), on 768-column tiles the 12-thread
-        reduce, on 96 threads of 2 columns the 96-thread one (Phi-3's heads, found by a random spec)."""
+        the tile's threads, or a head's share of them). A 96-column head on 256-column tiles failed layout
+        inference ("loop layout is not injective"), on 768-column tiles the 12-thread reduce, on 96 threads of
+        2 columns the 96-thread one (Phi-3's heads, found by a random spec)."""
         if op.over != "head":
             return True
         tile, head = threads * vector, ctx.head_dim
