@@ -150,7 +150,7 @@ def _joint_body(plan: Plan, route: Route, frame: KernelFrame, switched: bool = F
     partials, one exchange, the factor applied (the row is final here: the last stage does not transform
     it, so the plan stores Y before it) and the last stage finished with that factor. `switched`: for a
     factory taking `joint_reduction`, the two stages that differ are each written both ways, under
-    `if joint_reduction:` and `else:`; the stages between them are the same either way."""
+    `if joint_reduction:` and `else:` (_switch_joint); the stages between them are the same either way."""
     span = joint_span(route.stages)
     assert span is not None, "the planner turns the joint reduction on only where the chain has a joint span"
     opening, closing = span
