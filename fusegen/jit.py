@@ -52,7 +52,7 @@ def generator_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def _compiling_forbidden() -> bool:
+def compiling_forbidden() -> bool:
     return os.environ.get(NO_COMPILE_ENV, "") not in ("", "0")
 
 
@@ -139,7 +139,7 @@ def load(source, *, tuning: Tuning = UNTUNED, notify: Callable[[str], None] = _q
     module = _imported(directory, plan.identity)
     if module is not None:
         return module
-    if _compiling_forbidden():
+    if compiling_forbidden():
         raise CacheMiss(
             f"{shown}: kernel '{plan.name}' ({plan.identity}) is not built in {cache}, and {NO_COMPILE_ENV} "
             f"forbids compiling at run time; build it ahead with fusegen.load where compiling is allowed "

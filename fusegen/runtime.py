@@ -19,6 +19,7 @@ from typing import NamedTuple
 import torch
 from torch._C._dynamo.guards import TensorGuards
 
+from . import native
 from .model import HOPPER_SMS, padded_tokens
 
 # Vector loads of 16 bytes need every row to start on a 16-byte boundary.
@@ -147,7 +148,7 @@ class Launcher:
         self.tokens = tokens
         self.compilations = 0
         self._compiled = {}  # program -> compiled kernel; routes may share a program
-        self._executables = {}  # program -> its TileLang entry function, called directly (see executable_of)
+        self._launches = {}  # program -> its Launch
         self._admitted = {}  # signature (see signature()) of a call that passed every check -> its Admitted
         self._armed = {}  # (inputs, tensors, tokens) -> the Armed of the last signature kernel(...) armed there
         self._lock = threading.Lock()
@@ -291,9 +292,8 @@ class Launcher:
             matched = armed is not None and armed.guards.check(*tensors)
             if matched and aligned(tensors) and not (armed.records_grad and torch.is_grad_enabled()):
                 if out is None:
-                    out = armed.admitted.allocate()
-                    tensors = (*args, *out)
-                run_on(armed.device_index, armed.executable, tensors)
+                    return tuple.__new__(self.output_type, armed.launch.run(args))
+                armed.launch.run_out(tensors)
                 return tuple.__new__(self.output_type, out)
         if not self._takes(args, out):
             self.check(args, out)  # raises: every call _takes refuses breaks one of the checks
@@ -312,9 +312,9 @@ class Launcher:
         implementation admitted itself, so never a tensor subclass that handled the op its own way. Zero
         tokens (nothing to launch) and debug mode (index checks before each launch) stay with the op."""
         admitted = self._admitted.get(signature(len(args), tensors))
-        if admitted is None or admitted.program is None or DEBUG:
+        if admitted is None or admitted.launch is None or DEBUG:
             return
-        remember(self._armed, (len(args), len(tensors), admitted.tokens), Armed(tensors, admitted, self._executable(admitted)))
+        remember(self._armed, (len(args), len(tensors), admitted.tokens), Armed(tensors, admitted))
 
     def _admit(self, tensors, args, out) -> Admitted:
         """The Admitted of a call, after check() the first time its signature is seen: shapes, strides,
@@ -325,7 +325,7 @@ class Launcher:
         if admitted is None:
             self.check(args, out)
             tokens = args[0].shape[0]
-            admitted = Admitted(tokens, args[0].device, self.routes[self.route_index(tokens)][2] if tokens else None, self.outputs)
+            admitted = Admitted(tokens, self._launch_of(tokens) if tokens else None)
             remember(self._admitted, key, admitted)
         if not aligned(tensors):
             self.check(args, out)  # raises unless the misaligned tensor is empty (nothing to load)
@@ -342,30 +342,33 @@ class Launcher:
                     f"input '{spec.name}' holds values from {low} to {high}; it indexes {spec.bound} rows, so each must lie in [0, {spec.bound})"
                 )
 
-    def _executable(self, admitted: Admitted):
-        executable = self._executables.get(admitted.program)
-        if executable is None:
-            executable = self._executables[admitted.program] = executable_of(self.compiled(admitted.tokens))
-        return executable
-
-    def _launch(self, admitted: Admitted, tensors) -> None:
-        if admitted.program is None:  # zero tokens: nothing to run
-            return
-        if DEBUG:
-            self.check_indices(tensors[: len(self.inputs)])
-        run_on(admitted.device.index, self._executable(admitted), tensors)
+    def _launch_of(self, tokens: int) -> Launch:
+        """The Launch of the program routed to this token count, compiled on first need."""
+        program = self.routes[self.route_index(tokens)][2]
+        launch = self._launches.get(program)
+        if launch is None:
+            launch = self._launches[program] = Launch(executable_of(self.compiled(tokens)), self.outputs)
+        return launch
 
     def run(self, *args):
         """The functional op: checks, allocates the outputs and launches."""
         admitted = self._admit(args, args, None)
-        results = admitted.allocate()
-        self._launch(admitted, (*args, *results))
+        if admitted.launch is None:  # zero tokens: nothing to run
+            results = [allocate(spec, 0, args[0].device) for spec in self.outputs]
+        else:
+            if DEBUG:
+                self.check_indices(args)
+            results = admitted.launch.run(args)
         return results[0] if len(results) == 1 else tuple(results)
 
     def run_out(self, *tensors):
         """The out variant: checks and launches into the caller's outputs."""
         args, out = tensors[: len(self.inputs)], tensors[len(self.inputs) :]
-        self._launch(self._admit(tensors, args, out), tensors)
+        admitted = self._admit(tensors, args, out)
+        if admitted.launch is not None:
+            if DEBUG:
+                self.check_indices(args)
+            admitted.launch.run_out(tensors)
 
     def fake(self, *args):
         """The functional op on fake tensors: the outputs' shapes, dtypes and strides, nothing run."""
@@ -411,21 +414,13 @@ def aligned(tensors) -> bool:
 
 
 class Admitted:
-    """What a call of one admitted signature needs, worked out once: its program (None for zero tokens),
-    and the empty_strided call of each output with its arguments bound (a partial calls it from C: 0.3 µs
-    less for three outputs than a comprehension passing them, scripts/host_cost_cpu.py)."""
+    """What a call of one admitted signature needs, worked out once: its token count and the Launch of its
+    program (None for zero tokens: nothing to launch)."""
 
-    __slots__ = ("tokens", "device", "program", "empties")
+    __slots__ = ("tokens", "launch")
 
-    def __init__(self, tokens: int, device, program, outputs: tuple[TensorSpec, ...]):
-        self.tokens, self.device, self.program = tokens, device, program
-        self.empties = tuple(
-            partial(torch.empty_strided, shape_of(spec, tokens), strides_of(spec, tokens), dtype=spec.dtype, device=device)
-            for spec in outputs
-        )
-
-    def allocate(self) -> list[torch.Tensor]:
-        return [*map(operator.call, self.empties)]
+    def __init__(self, tokens: int, launch: Launch | None):
+        self.tokens, self.launch = tokens, launch
 
 
 class Armed:
@@ -436,24 +431,49 @@ class Armed:
     holds no tensor. The grad mode is not in it: `records_grad` says whether a tensor requires grad, so that
     such a call goes through the op while grad is enabled."""
 
-    __slots__ = ("guards", "admitted", "executable", "device_index", "records_grad")
+    __slots__ = ("guards", "launch", "records_grad")
 
-    def __init__(self, tensors, admitted: Admitted, executable):
+    def __init__(self, tensors, admitted: Admitted):
         self.guards = TensorGuards(
             *tensors,
             dynamic_dims_sizes=[list(tensor.shape) for tensor in tensors],  # every size and stride fixed
             dynamic_dims_strides=[list(tensor.stride()) for tensor in tensors],
         )
-        self.admitted, self.executable = admitted, executable
-        self.device_index = admitted.device.index
+        self.launch = admitted.launch
         self.records_grad = any(map(_REQUIRES_GRAD, tensors))
 
 
-def run_on(device_index: int, executable, tensors) -> None:
+class Launch:
+    """How a compiled program is called: `run(inputs)` allocates its outputs, launches and returns them;
+    `run_out(inputs + outputs)` launches into the caller's. Through the C++ launch path (fusegen.native: one
+    dispatcher call that allocates and launches) where it is available, else from Python: each output's
+    torch.empty_strided, then the program's tvm_ffi entry."""
+
+    __slots__ = ("run", "run_out")
+
+    def __init__(self, executable, outputs: tuple[TensorSpec, ...]):
+        if native.available():
+            program = native.register(executable, outputs)
+            self.run = partial(native.run_op(), program)
+            self.run_out = partial(native.run_out_op(), program)
+        else:
+            self.run = partial(_run_in_python, executable, outputs)
+            self.run_out = partial(_run_out_in_python, executable)
+
+
+def _run_in_python(executable, outputs: tuple[TensorSpec, ...], args) -> list[torch.Tensor]:
+    tokens, device = args[0].shape[0], args[0].device
+    results = [allocate(spec, tokens, device) for spec in outputs]
+    _run_out_in_python(executable, (*args, *results))
+    return results
+
+
+def _run_out_in_python(executable, tensors) -> None:
     """Runs the executable on the tensors' device and leaves the caller's current device as it was: the
     program's host code selects the tensors' device itself (TVM's __tvm_set_device) and never restores it.
     torch._C._cuda_getDevice is torch.cuda.current_device without its Python lazy-init frames; the tensors
     are on CUDA, so CUDA is initialised."""
+    device_index = tensors[0].device.index
     if device_index == torch._C._cuda_getDevice():
         executable(*tensors)
     else:  # switching devices costs microseconds per call, so only when needed

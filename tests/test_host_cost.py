@@ -1,5 +1,6 @@
-"""The lean call path of a generated kernel, on the CPU: the compiled program is a recorded stub and CPU
-tensors pass the device check, so which path a call takes is observable without a GPU."""
+"""The lean call path of a generated kernel, on the CPU: the compiled program is a recording stub and CPU
+tensors pass the device check, so which path a call takes is observable without a GPU. Each test runs on
+both launch paths: the C++ one (fusegen.native, calling a compiled stub program) and the Python one."""
 
 from __future__ import annotations
 
@@ -7,21 +8,44 @@ import importlib
 
 import pytest
 import torch
+from stub_program import StubProgram
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fusegen import checking, runtime
+from fusegen import checking, native, runtime
 from fusegen.bench import per_call_us
 from fusegen.runtime import KernelArgumentError, TensorSpec, allocate, strides_of
 
 TOKENS = 8
 
 
-@pytest.fixture
-def stubbed(monkeypatch):
-    """A fresh launcher of the fp8 example whose program records its launches, and whose ops count calls."""
-    launches = []
+@pytest.fixture(scope="module")
+def stub_program(tmp_path_factory):
+    return StubProgram(tmp_path_factory.mktemp("stub"))
+
+
+@pytest.fixture(params=["C++", "Python"])
+def stubbed(request, monkeypatch, stub_program):
+    """A fresh launcher of the fp8 example whose program records its launches (the data pointers of each
+    call's tensors, `launches()`), and whose ops count calls; on the C++ launch path, and on the Python one."""
+    if request.param == "C++":
+        assert native.available(), native.unavailable()
+        stub_program.inputs = 4
+        first = len(stub_program.calls())
+        monkeypatch.setattr(runtime, "executable_of", lambda compiled: stub_program.function)
+
+        def launches():
+            return stub_program.calls()[first:]
+    else:
+        recorded = []
+        monkeypatch.setattr(native, "available", lambda: False)
+        monkeypatch.setattr(
+            runtime, "executable_of", lambda compiled: lambda *tensors: recorded.append(tuple(t.data_ptr() for t in tensors))
+        )
+
+        def launches():
+            return recorded
+
     monkeypatch.setattr(runtime, "compile_program", lambda program, target: program)
-    monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: launches.append(tensors))
     monkeypatch.setattr(runtime.Launcher, "_check_device", lambda self, spec, tensor, device, role: None)
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: None, raising=False)  # a CPU tensor's device index
     module = importlib.import_module("generated.rms_norm_rope_quant_fused.kernel")
@@ -44,11 +68,13 @@ def test_a_signature_that_passed_the_checks_launches_without_the_op(stubbed):
         outputs = launcher(*args)
         written = launcher(*args, out=out)
     assert through_op == ["op", "op.out"]  # the first call of each signature only
-    assert len(launches) == 6
+    assert len(launches()) == 6
     assert type(outputs) is launcher.output_type and type(written) is launcher.output_type
     assert all(a is b for a, b in zip(written, out))
     assert [(t.shape, t.dtype, t.stride()) for t in outputs] == [(t.shape, t.dtype, t.stride()) for t in out]
-    assert launches[-2][4:] == tuple(outputs)  # the functional call launched into the outputs it returned
+    calls = launches()
+    assert calls[-2] == tuple(t.data_ptr() for t in (*args, *outputs))  # launched into the outputs it returned
+    assert calls[-1] == tuple(t.data_ptr() for t in (*args, *out))
 
 
 def test_an_admitted_signature_still_gets_every_check(stubbed):
@@ -62,7 +88,7 @@ def test_an_admitted_signature_still_gets_every_check(stubbed):
         launcher(misaligned, *args[1:], out=out)
     with pytest.raises(KernelArgumentError, match="out must be an Outputs, tuple or list of 3 tensors"):
         launcher(*args, out=out[0])
-    assert len(launches) == 1
+    assert len(launches()) == 1
 
 
 def test_calls_autograd_or_a_dispatch_mode_must_see_go_through_the_op(stubbed):
@@ -84,7 +110,7 @@ def test_calls_autograd_or_a_dispatch_mode_must_see_go_through_the_op(stubbed):
         launcher(*args)
     assert through_op == ["op", "op", "op"]
     assert any(name.startswith("fusegen.") for name in seen)
-    assert len(launches) == 4
+    assert len(launches()) == 4
 
 
 def test_an_armed_call_reads_no_signature_and_no_python_device_query(stubbed, monkeypatch):
@@ -100,7 +126,7 @@ def test_an_armed_call_reads_no_signature_and_no_python_device_query(stubbed, mo
         launcher(*args)
         launcher(*args, out=out)
     assert signatures == []
-    assert through_op == ["op", "op.out"] and len(launches) == 8
+    assert through_op == ["op", "op.out"] and len(launches()) == 8
 
 
 def test_each_token_count_is_armed_once(stubbed):
@@ -110,7 +136,7 @@ def test_each_token_count_is_armed_once(stubbed):
     for _ in range(3):
         launcher(*args)
         launcher(*fewer)
-    assert through_op == ["op", "op"] and len(launches) == 6
+    assert through_op == ["op", "op"] and len(launches()) == 6
 
 
 def test_outputs_passed_as_inputs_never_take_the_out_variants_launch(stubbed):
@@ -118,7 +144,7 @@ def test_outputs_passed_as_inputs_never_take_the_out_variants_launch(stubbed):
     launcher(*args, out=out)
     with pytest.raises(KernelArgumentError, match=r"takes 4 tensors \(x, weight, cos, sin\), got 7"):
         launcher(*args, *out)
-    assert len(launches) == 1
+    assert len(launches()) == 1
 
 
 class Wrapped(torch.Tensor):
@@ -210,3 +236,38 @@ def test_bench_host_cost_times_each_call_into_its_field(monkeypatch):
     cost = bench.host_cost(module, TOKENS)
     assert timed == ["kernel()", "kernel(out=)", "program of compiled", "torch.add"]
     assert (cost.kernel, cost.tokens, cost.kernel_us, cost.kernel_out_us, cost.program_us, cost.add_us) == ("k", TOKENS, 4.0, 3.0, 2.0, 1.0)
+
+
+def _bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous().view(torch.uint8)
+
+
+@pytest.mark.parametrize("tokens", [1, 5, 8, 33])
+def test_the_cpp_launch_path_allocates_every_layout_as_the_kernel_writes_it(stub_program, tokens):
+    """Each output the C++ path allocates has the shape, strides and dtype of runtime.allocate (column-major
+    scales padded to 16 bytes included), is what the program was handed, and holds what it wrote; the out
+    variant hands the program the caller's tensors."""
+    assert native.available(), native.unavailable()
+    outputs = (
+        TensorSpec("y", torch.bfloat16, ("m", 4096)),
+        TensorSpec("q", torch.float8_e4m3fn, ("m", 4096)),
+        TensorSpec("scale", torch.float32, ("m", 32), layout="column"),
+        TensorSpec("rstd", torch.float32, ("m",)),
+        TensorSpec("exponent", torch.uint8, ("m", 3), layout="column"),
+    )
+    program = native.register(stub_program.function, outputs)
+    stub_program.inputs = 2
+    inputs = (torch.randn(tokens, 4096), torch.randn(4096))
+    results = native.run_op()(program, inputs)
+    expected = [allocate(spec, tokens, "cpu") for spec in outputs]
+    assert [(r.shape, r.stride(), r.dtype) for r in results] == [(e.shape, e.stride(), e.dtype) for e in expected]
+    assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *results))
+    for position, result in enumerate(results, start=len(inputs)):
+        assert bool((_bytes(result) == position).all()), outputs[position - len(inputs)].name
+
+    for tensor in expected:
+        tensor.zero_()
+    native.run_out_op()(program, (*inputs, *expected))
+    assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *expected))
+    for position, tensor in enumerate(expected, start=len(inputs)):
+        assert bool((_bytes(tensor) == position).all()), outputs[position - len(inputs)].name

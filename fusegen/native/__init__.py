@@ -1,0 +1,141 @@
+"""The C++ launch path (launch.cpp): ops `torch.ops.fusegen_native.run` / `run_out` that allocate a kernel's
+outputs and call its compiled program in one dispatcher call, built once per machine into the cache.
+
+Why C++: on the H200 host each output's `torch.empty_strided` from Python costs 2-3 µs and the program's
+tvm_ffi entry converts every torch tensor it is handed, so a three-output kernel(...) sat at 2.5-2.8 × one
+`torch.add` (BENCHMARKS.md, issue 15). The library is compiled with the C++ compiler TileLang itself needs
+(`CXX`, else g++) against this process's torch and tvm_ffi; where it cannot be built, or FUSEGEN_NO_COMPILE
+forbids building it, kernels launch through Python as before and `unavailable()` says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("launch.cpp")
+LIBRARY_NAME = "fusegen_native.so"
+_failure: str | None = None
+
+
+def _toolchain() -> tuple[str, list[str]]:
+    """The compiler and the flags that build launch.cpp against this process's torch and tvm_ffi."""
+    import tvm_ffi.libinfo
+    from torch.utils.cpp_extension import include_paths
+
+    compiler = os.environ.get("CXX", "g++")
+    torch_lib = Path(torch.__file__).parent / "lib"
+    tvm_ffi_lib = Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent
+    flags = [
+        "-O2",
+        "-std=c++20",
+        "-shared",
+        "-fPIC",
+        f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        *(f"-I{path}" for path in include_paths()),
+        f"-I{tvm_ffi.libinfo.find_include_path()}",
+        str(SOURCE),
+        f"-L{torch_lib}",
+        "-lc10",
+        "-ltorch_cpu",
+        f"-L{tvm_ffi_lib}",
+        "-ltvm_ffi",
+        f"-Wl,-rpath,{torch_lib}",
+        f"-Wl,-rpath,{tvm_ffi_lib}",
+    ]
+    return compiler, flags
+
+
+def _library_path() -> Path:
+    """Where the build for this source, torch, tvm_ffi and compiler lives: a change to any is a new build."""
+    from ..jit import cache_dir
+
+    compiler, flags = _toolchain()
+    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest.update("\0".join([torch.__version__, compiler, *flags]).encode())
+    return cache_dir() / "native" / digest.hexdigest()[:16] / LIBRARY_NAME
+
+
+def _build(path: Path) -> None:
+    """Compiles into a temporary file beside `path` and renames it into place under the directory's lock,
+    so concurrent processes build once and never load half a library."""
+    from ..build import file_lock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path.parent / "build.lock", f"the lock of {path.parent}", lambda message: None):
+        if path.exists():
+            return
+        compiler, flags = _toolchain()
+        if shutil.which(compiler) is None:
+            raise RuntimeError(f"no C++ compiler '{compiler}' (set CXX)")
+        handle, staging = tempfile.mkstemp(dir=path.parent, suffix=".so")
+        os.close(handle)
+        try:
+            completed = subprocess.run([compiler, *flags, "-o", staging], capture_output=True, text=True)
+            if completed.returncode:
+                raise RuntimeError(f"{compiler} failed: {completed.stderr.strip()[-2000:]}")
+            os.replace(staging, path)
+        finally:
+            if os.path.exists(staging):
+                os.remove(staging)
+
+
+@functools.cache
+def available() -> bool:
+    """Loads the library (building it first if needed) once per process; False, with a warning saying why,
+    where it cannot be had."""
+    global _failure
+    from ..jit import NO_COMPILE_ENV, compiling_forbidden
+
+    try:
+        path = _library_path()
+        if not path.exists():
+            if compiling_forbidden():
+                raise RuntimeError(f"it is not built in {path.parent} and {NO_COMPILE_ENV} forbids building it")
+            _build(path)
+        torch.ops.load_library(str(path))
+    except (OSError, RuntimeError, ImportError) as error:
+        _failure = str(error)
+        warnings.warn(f"fusegen: the C++ launch path is unavailable ({_failure}); kernels launch through Python", stacklevel=2)
+        return False
+    return True
+
+
+def unavailable() -> str | None:
+    """Why the C++ launch path is not in use, or None where it is (or has not been asked for)."""
+    return _failure
+
+
+def register(executable, outputs) -> int:
+    """Registers a compiled program's tvm_ffi entry and its outputs (runtime.TensorSpec, each (m,) or (m, n),
+    row or column layout) with the library; returns the id `run` and `run_out` take. Call only after
+    available() returned True."""
+    templates, columns = [], []
+    for spec in outputs:
+        if spec.shape[0] != "m" or len(spec.shape) > 2:
+            raise AssertionError(f"output '{spec.name}' is {spec.shape}: the C++ launch path sizes (m,) and (m, n) outputs")
+        templates.append(torch.empty((0, *spec.shape[1:]), dtype=spec.dtype, device="meta"))
+        columns.append(int(spec.layout == "column"))
+    return torch.ops.fusegen_native.register_program(executable.__chandle__(), templates, columns)
+
+
+def run_op():
+    """The functional launch, `(id, inputs) -> outputs`, as the op's C++ entry: no Python frame of the
+    OpOverload around it."""
+    return torch.ops.fusegen_native.run.default._op
+
+
+def run_out_op():
+    """The out variant, `(id, inputs + outputs) -> None`."""
+    return torch.ops.fusegen_native.run_out.default._op
+
+
+__all__ = ["available", "register", "run_op", "run_out_op", "unavailable"]

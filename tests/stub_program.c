@@ -1,0 +1,36 @@
+// A stand-in for a compiled TileLang program, for the CPU tests of the launch paths: a tvm_ffi function
+// that records the data pointer of each argument of each call, and fills every argument past the first
+// `stub_inputs` with its position, so a test sees which buffers the program was handed and wrote.
+#include <stdint.h>
+#include <string.h>
+#include <tvm/ffi/c_api.h>
+
+#define STUB_CALLS 64
+#define STUB_ARGS 16
+
+int32_t stub_inputs = 0;
+int64_t stub_launches = 0;
+int32_t stub_counts[STUB_CALLS];
+void* stub_data[STUB_CALLS][STUB_ARGS];
+
+int __tvm_ffi_stub(void* self, const TVMFFIAny* args, int32_t count, TVMFFIAny* result) {
+  const int64_t call = stub_launches++ % STUB_CALLS;
+  stub_counts[call] = count;
+  for (int32_t i = 0; i < count && i < STUB_ARGS; ++i) {
+    if (args[i].type_index != kTVMFFIDLTensorPtr) {
+      stub_data[call][i] = NULL;
+      continue;
+    }
+    const DLTensor* tensor = (const DLTensor*)args[i].v_ptr;
+    stub_data[call][i] = tensor->data;
+    if (i >= stub_inputs && tensor->ndim > 0 && tensor->shape[0] > 0) {
+      int64_t last = 0;  // the furthest element from the first: every byte a strided tensor spans
+      for (int32_t d = 0; d < tensor->ndim; ++d) {
+        last += (tensor->shape[d] - 1) * tensor->strides[d];
+      }
+      memset(tensor->data, i, (size_t)(last + 1) * tensor->dtype.bits / 8);
+    }
+  }
+  result->type_index = kTVMFFINone;
+  return 0;
+}

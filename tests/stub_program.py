@@ -1,0 +1,44 @@
+"""A compiled stand-in for a TileLang program (stub_program.c), for the CPU tests of the launch paths: a
+tvm_ffi function that records which buffers each call was handed and fills its outputs."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("stub_program.c")
+CALLS, ARGS = 64, 16  # STUB_CALLS, STUB_ARGS
+
+
+class StubProgram:
+    """`function` is what the launcher calls; `calls()` the data pointers of each call's arguments, oldest
+    first (the last CALLS calls); `inputs` how many leading arguments it leaves unwritten."""
+
+    def __init__(self, directory: Path):
+        import tvm_ffi
+        import tvm_ffi.libinfo
+
+        library = directory / "stub_program.so"
+        include = tvm_ffi.libinfo.find_include_path()
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{include}", str(SOURCE), "-o", str(library)], check=True)
+        self.function = tvm_ffi.load_module(str(library))["stub"]
+        self._symbols = ctypes.CDLL(str(library))  # the same loaded library: its globals are the program's
+
+    def _global(self, kind, name):
+        return kind.in_dll(self._symbols, name)
+
+    @property
+    def inputs(self) -> int:
+        return self._global(ctypes.c_int32, "stub_inputs").value
+
+    @inputs.setter
+    def inputs(self, count: int) -> None:
+        self._global(ctypes.c_int32, "stub_inputs").value = count
+
+    def calls(self) -> list[tuple[int, ...]]:
+        launches = self._global(ctypes.c_int64, "stub_launches").value
+        counts = (ctypes.c_int32 * CALLS).in_dll(self._symbols, "stub_counts")
+        data = ((ctypes.c_void_p * ARGS) * CALLS).in_dll(self._symbols, "stub_data")
+        first = max(0, launches - CALLS)
+        return [tuple(data[call % CALLS][i] or 0 for i in range(counts[call % CALLS])) for call in range(first, launches)]
