@@ -1,0 +1,69 @@
+"""Where kernel(...)'s host time goes on the C++ launch path (session 11): each piece of a call timed alone,
+in one run, against torch.add, at 8 tokens (fusegen.bench.per_call_us: median of rounds after warm-up).
+
+    python perf/proto/native_cost.py [KERNEL ...]"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import torch
+import tvm_ffi
+import tvm_ffi.testing  # noqa: F401  (registers testing.nop)
+
+from fusegen import checking, native, runtime
+from fusegen.bench import per_call_us
+
+TOKENS = 8
+
+
+def timed(label, call, add=None):
+    us = per_call_us(call, synchronize=torch.cuda.synchronize)
+    print(f"  {label:<52} {us:7.2f} µs" + (f"  {us / add:5.2f}× add" if add else ""), flush=True)
+    return us
+
+
+def main(names) -> None:
+    library = torch.library.Library("fusegen_cost", "FRAGMENT")
+    library.define("no_op(Tensor x) -> ()")
+    library.impl("no_op", lambda x: None, "CUDA")
+    no_op = torch.ops.fusegen_cost.no_op.default
+    nop = tvm_ffi.get_global_func("testing.nop")
+    for name in names:
+        measure(name, no_op, nop)
+
+
+def measure(name, no_op, nop) -> None:
+    module = importlib.import_module(f"generated.{name}")
+    args = checking.random_inputs(module, TOKENS, torch.Generator().manual_seed(0))
+    out = checking.poisoned_outputs(module, TOKENS)
+    tensors = (*args, *out)
+    module.kernel(*args)
+    module.kernel(*args, out=out)
+    launcher = module.launcher
+    executable = runtime.executable_of(launcher.compiled(TOKENS))
+    program = native.register(executable, module.OUTPUTS)
+    nop_program = native.register(nop, module.OUTPUTS)
+    run, run_out = native.run_op(), native.run_out_op()
+    armed = launcher._armed[len(args), len(tensors), TOKENS]
+    x = args[0]
+    print(f"\n{name}, {TOKENS} tokens, {len(args)} inputs, {len(out)} outputs", flush=True)
+    add = timed("torch.add(x, x)", lambda: torch.add(x, x))
+    timed("torch.empty_like(x)", lambda: torch.empty_like(x), add)
+    timed("outputs allocated in Python (runtime.allocate)", lambda: [runtime.allocate(s, TOKENS, x.device) for s in module.OUTPUTS], add)
+    timed("no-op op, Python impl (dispatcher floor)", lambda: no_op(x), add)
+    timed("tvm_ffi testing.nop(*tensors) from Python", lambda: nop(*tensors), add)
+    timed("native run_out, testing.nop (dispatch, DLTensors)", lambda: run_out(nop_program, tensors), add)
+    timed("native run, testing.nop (+ allocation)", lambda: run(nop_program, args), add)
+    timed("raw program from Python (tvm_ffi converts)", lambda: executable(*tensors), add)
+    timed("native run_out, program", lambda: run_out(program, tensors), add)
+    timed("native run, program", lambda: run(program, args), add)
+    timed("armed guards.check + aligned", lambda: armed.guards.check(*tensors) and runtime.aligned(tensors), add)
+    timed("kernel(out=)", lambda: module.kernel(*args, out=out), add)
+    timed("kernel()", lambda: module.kernel(*args), add)
+    timed("torch.add(x, x) again", lambda: torch.add(x, x), add)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ("rms_norm_rope_quant_fused", "layer_norm_fwd"))
