@@ -290,11 +290,14 @@ class Launcher:
             except (TypeError, IndexError, AttributeError):  # not a sequence of tensors: the op's checks say why
                 armed = None
             matched = armed is not None and armed.guards.check(*tensors)
-            if matched and aligned(tensors) and not (armed.records_grad and torch.is_grad_enabled()):
+            if matched and not (armed.records_grad and torch.is_grad_enabled()):
                 if out is None:
-                    return tuple.__new__(self.output_type, armed.launch.run(args))
-                armed.launch.run_out(tensors)
-                return tuple.__new__(self.output_type, out)
+                    results = armed.launch.run(args)
+                    if results:
+                        return tuple.__new__(self.output_type, results)
+                elif aligned(tensors):
+                    armed.launch.run_out(tensors)
+                    return tuple.__new__(self.output_type, out)
         if not self._takes(args, out):
             self.check(args, out)  # raises: every call _takes refuses breaks one of the checks
         if out is None:
@@ -444,24 +447,25 @@ class Armed:
 
 
 class Launch:
-    """How a compiled program is called: `run(inputs)` allocates its outputs, launches and returns them;
-    `run_out(inputs + outputs)` launches into the caller's. Through the C++ launch path (fusegen.native: one
-    dispatcher call that allocates and launches) where it is available, else from Python: each output's
-    torch.empty_strided, then the program's tvm_ffi entry."""
+    """How a compiled program is called. `run(inputs)` allocates its outputs, launches and returns them
+    (through the C++ launch path, fusegen.native, where it is available: one dispatcher call allocates and
+    launches), or returns [] without launching where an input is misaligned; `run_out(inputs + outputs)`
+    launches into the caller's tensors through the program's tvm_ffi entry, which costs less per call from
+    Python than a dispatcher call (perf/proto/native_cost.py)."""
 
     __slots__ = ("run", "run_out")
 
     def __init__(self, executable, outputs: tuple[TensorSpec, ...]):
         if native.available():
-            program = native.register(executable, outputs)
-            self.run = partial(native.run_op(), program)
-            self.run_out = partial(native.run_out_op(), program)
+            self.run = partial(native.run_op(), native.register(executable, outputs))
         else:
             self.run = partial(_run_in_python, executable, outputs)
-            self.run_out = partial(_run_out_in_python, executable)
+        self.run_out = partial(_run_out_in_python, executable)
 
 
 def _run_in_python(executable, outputs: tuple[TensorSpec, ...], args) -> list[torch.Tensor]:
+    if not aligned(args):
+        return []
     tokens, device = args[0].shape[0], args[0].device
     results = [allocate(spec, tokens, device) for spec in outputs]
     _run_out_in_python(executable, (*args, *results))

@@ -17,11 +17,15 @@ int __tvm_ffi_stub(void* self, const TVMFFIAny* args, int32_t count, TVMFFIAny* 
   const int64_t call = stub_launches++ % STUB_CALLS;
   stub_counts[call] = count;
   for (int32_t i = 0; i < count && i < STUB_ARGS; ++i) {
-    if (args[i].type_index != kTVMFFIDLTensorPtr) {
+    const DLTensor* tensor;  // handed as a DLTensor* (the C++ launch path) or a tvm_ffi Tensor (from Python)
+    if (args[i].type_index == kTVMFFIDLTensorPtr) {
+      tensor = (const DLTensor*)args[i].v_ptr;
+    } else if (args[i].type_index == kTVMFFITensor) {
+      tensor = (const DLTensor*)((const char*)args[i].v_obj + sizeof(TVMFFIObject));
+    } else {
       stub_data[call][i] = NULL;
       continue;
     }
-    const DLTensor* tensor = (const DLTensor*)args[i].v_ptr;
     stub_data[call][i] = tensor->data;
     if (i >= stub_inputs && tensor->ndim > 0 && tensor->shape[0] > 0) {
       int64_t last = 0;  // the furthest element from the first: every byte a strided tensor spans

@@ -12,8 +12,8 @@ CALLS, ARGS = 64, 16  # STUB_CALLS, STUB_ARGS
 
 
 class StubProgram:
-    """`function` is what the launcher calls; `calls()` the data pointers of each call's arguments, oldest
-    first (the last CALLS calls); `inputs` how many leading arguments it leaves unwritten."""
+    """`function` is what the launcher calls; `calls(since)` the data pointers of each call's arguments,
+    oldest first; `inputs` how many leading arguments it leaves unwritten."""
 
     def __init__(self, directory: Path):
         import tvm_ffi
@@ -36,9 +36,16 @@ class StubProgram:
     def inputs(self, count: int) -> None:
         self._global(ctypes.c_int32, "stub_inputs").value = count
 
-    def calls(self) -> list[tuple[int, ...]]:
-        launches = self._global(ctypes.c_int64, "stub_launches").value
+    @property
+    def launches(self) -> int:
+        """Calls so far."""
+        return self._global(ctypes.c_int64, "stub_launches").value
+
+    def calls(self, since: int = 0) -> list[tuple[int, ...]]:
+        """The calls after the first `since`, oldest first; asserts that none has left the record."""
+        launches = self.launches
+        assert launches - since <= CALLS, f"{launches - since} calls since {since}: the stub records the last {CALLS}"
         counts = (ctypes.c_int32 * CALLS).in_dll(self._symbols, "stub_counts")
         data = ((ctypes.c_void_p * ARGS) * CALLS).in_dll(self._symbols, "stub_data")
-        first = max(0, launches - CALLS)
+        first = max(since, launches - CALLS)
         return [tuple(data[call % CALLS][i] or 0 for i in range(counts[call % CALLS])) for call in range(first, launches)]

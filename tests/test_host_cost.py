@@ -30,11 +30,11 @@ def stubbed(request, monkeypatch, stub_program):
     if request.param == "C++":
         assert native.available(), native.unavailable()
         stub_program.inputs = 4
-        first = len(stub_program.calls())
+        first = stub_program.launches
         monkeypatch.setattr(runtime, "executable_of", lambda compiled: stub_program.function)
 
         def launches():
-            return stub_program.calls()[first:]
+            return stub_program.calls(since=first)
     else:
         recorded = []
         monkeypatch.setattr(native, "available", lambda: False)
@@ -242,32 +242,42 @@ def _bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.contiguous().view(torch.uint8)
 
 
-@pytest.mark.parametrize("tokens", [1, 5, 8, 33])
+OUTPUT_LAYOUTS = (
+    TensorSpec("y", torch.bfloat16, ("m", 4096)),
+    TensorSpec("q", torch.float8_e4m3fn, ("m", 4096)),
+    TensorSpec("scale", torch.float32, ("m", 32), layout="column"),
+    TensorSpec("rstd", torch.float32, ("m",)),
+    TensorSpec("exponent", torch.uint8, ("m", 3), layout="column"),
+)
+
+
+@pytest.mark.parametrize("tokens", [1, 5, 8, 33, 300])
 def test_the_cpp_launch_path_allocates_every_layout_as_the_kernel_writes_it(stub_program, tokens):
     """Each output the C++ path allocates has the shape, strides and dtype of runtime.allocate (column-major
-    scales padded to 16 bytes included), is what the program was handed, and holds what it wrote; the out
-    variant hands the program the caller's tensors."""
+    scales padded to 16 bytes included), starts on a 16-byte boundary, overlaps no other, is what the program
+    was handed and holds what it wrote — whether it shares one allocation with its siblings (outputs of at
+    most 1 MiB in all: up to 33 tokens here) or has its own (300 tokens)."""
     assert native.available(), native.unavailable()
-    outputs = (
-        TensorSpec("y", torch.bfloat16, ("m", 4096)),
-        TensorSpec("q", torch.float8_e4m3fn, ("m", 4096)),
-        TensorSpec("scale", torch.float32, ("m", 32), layout="column"),
-        TensorSpec("rstd", torch.float32, ("m",)),
-        TensorSpec("exponent", torch.uint8, ("m", 3), layout="column"),
-    )
-    program = native.register(stub_program.function, outputs)
+    program = native.register(stub_program.function, OUTPUT_LAYOUTS)
     stub_program.inputs = 2
     inputs = (torch.randn(tokens, 4096), torch.randn(4096))
     results = native.run_op()(program, inputs)
-    expected = [allocate(spec, tokens, "cpu") for spec in outputs]
+    expected = [allocate(spec, tokens, "cpu") for spec in OUTPUT_LAYOUTS]
     assert [(r.shape, r.stride(), r.dtype) for r in results] == [(e.shape, e.stride(), e.dtype) for e in expected]
     assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *results))
     for position, result in enumerate(results, start=len(inputs)):
-        assert bool((_bytes(result) == position).all()), outputs[position - len(inputs)].name
+        assert bool((_bytes(result) == position).all()), OUTPUT_LAYOUTS[position - len(inputs)].name
+    spans = sorted((r.data_ptr(), r.data_ptr() + e.untyped_storage().nbytes()) for r, e in zip(results, expected))
+    assert all(start % runtime.ALIGNMENT == 0 for start, _ in spans)
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))
+    storages = {r.untyped_storage().data_ptr() for r in results}
+    assert len(storages) == (1 if tokens <= 33 else len(results))
 
-    for tensor in expected:
-        tensor.zero_()
-    native.run_out_op()(program, (*inputs, *expected))
-    assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *expected))
-    for position, tensor in enumerate(expected, start=len(inputs)):
-        assert bool((_bytes(tensor) == position).all()), outputs[position - len(inputs)].name
+
+def test_the_cpp_launch_path_launches_nothing_for_a_misaligned_input(stub_program):
+    assert native.available(), native.unavailable()
+    program = native.register(stub_program.function, OUTPUT_LAYOUTS)
+    before = stub_program.launches
+    x = torch.randn(8 * 4096 + 1)[1:].view(8, 4096)
+    assert native.run_op()(program, (x, torch.randn(4096))) == []
+    assert stub_program.launches == before

@@ -1,9 +1,9 @@
-"""The C++ launch path (launch.cpp): ops `torch.ops.fusegen_native.run` / `run_out` that allocate a kernel's
-outputs and call its compiled program in one dispatcher call, built once per machine into the cache.
+"""The C++ launch path (launch.cpp): an op `torch.ops.fusegen_native.run` that allocates a kernel's outputs
+and calls its compiled program in one dispatcher call, built once per machine into the cache.
 
-Why C++: on the H200 host each output's `torch.empty_strided` from Python costs 2-3 µs and the program's
-tvm_ffi entry converts every torch tensor it is handed, so a three-output kernel(...) sat at 2.5-2.8 × one
-`torch.add` (BENCHMARKS.md, issue 15). The library is compiled with the C++ compiler TileLang itself needs
+Why C++: on the H200 host a three-output kernel(...) sat at 2.5-2.8 × one `torch.add`, its outputs'
+allocation from Python alone at 1.5-2 × (BENCHMARKS.md, issue 15; perf/proto/native_cost.py); small outputs
+allocated as one block and cut into tensors in C++ cost one allocation. The library is compiled with the C++ compiler TileLang itself needs
 (`CXX`, else g++) against this process's torch and tvm_ffi; where it cannot be built, or FUSEGEN_NO_COMPILE
 forbids building it, kernels launch through Python as before and `unavailable()` says why.
 """
@@ -116,7 +116,7 @@ def unavailable() -> str | None:
 
 def register(executable, outputs) -> int:
     """Registers a compiled program's tvm_ffi entry and its outputs (runtime.TensorSpec, each (m,) or (m, n),
-    row or column layout) with the library; returns the id `run` and `run_out` take. Call only after
+    row or column layout) with the library; returns the id `run` takes. Call only after
     available() returned True."""
     templates, columns = [], []
     for spec in outputs:
@@ -128,14 +128,10 @@ def register(executable, outputs) -> int:
 
 
 def run_op():
-    """The functional launch, `(id, inputs) -> outputs`, as the op's C++ entry: no Python frame of the
-    OpOverload around it."""
+    """`(id, inputs) -> outputs`: allocates the outputs, launches and returns them, or returns [] without
+    launching where an input does not start on a 16-byte boundary. The op's C++ entry: no Python frame of
+    the OpOverload around it."""
     return torch.ops.fusegen_native.run.default._op
 
 
-def run_out_op():
-    """The out variant, `(id, inputs + outputs) -> None`."""
-    return torch.ops.fusegen_native.run_out.default._op
-
-
-__all__ = ["available", "register", "run_op", "run_out_op", "unavailable"]
+__all__ = ["available", "register", "run_op", "unavailable"]

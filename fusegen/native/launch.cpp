@@ -1,12 +1,15 @@
-// fusegen's launch path in C++: allocate a kernel's outputs and call its compiled TileLang program in one
-// dispatcher call. From Python each output's torch.empty_strided costs 2-3 us on the H200 host and the
-// program's tvm_ffi entry converts every torch tensor it is handed, which put kernel(...) at 2-3x one
-// torch.add; here an output costs one at::empty_strided and each argument a DLTensor on the stack.
+// fusegen's launch path in C++ for a call that allocates its outputs: allocate them and call the kernel's
+// compiled TileLang program in one dispatcher call. Measured on the H200 host (perf/proto/native_cost.py),
+// three outputs allocated from Python cost 1.5-2x a whole torch.add, and three at::empty_strided from C++
+// still 0.4-1.2x: the caching allocator, not Python, is most of it. So outputs small enough that the host
+// cost matters share one allocation, cut into tensors here without the dispatcher.
 //
-// Only calls whose signature the Python launcher has already checked in full reach these ops (runtime.py,
-// Launcher): nothing here validates a user's tensors, as in TileLang's own generated host code.
+// Only calls whose signature the Python launcher has already checked in full reach this op (runtime.py,
+// Launcher), as in TileLang's own generated host code; what depends on the addresses (alignment) is
+// checked per call, and a call that fails it gets no outputs back, for the launcher's checks to explain.
 #include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/SmallVector.h>
@@ -23,6 +26,13 @@ namespace {
 
 // The row dimension of a column-major output is padded to this many bytes: model.TMA_ALIGNMENT_BYTES.
 constexpr int64_t kTmaAlignmentBytes = 16;
+// Every tensor a kernel touches starts on this boundary (16-byte vectors): runtime.ALIGNMENT.
+constexpr int64_t kAlignmentBytes = 16;
+// Outputs of at most this many bytes in all share one allocation: a tensor kept alive keeps its siblings'
+// bytes too, so only where that costs little memory and the kernel is short enough for the host to matter.
+constexpr int64_t kSharedAllocationBytes = 1 << 20;
+// Where each output starts within the shared allocation: the caching allocator's own block rounding.
+constexpr int64_t kSharedOffsetBytes = 512;
 
 // One output of a program, sized per call from the token count m.
 struct Output {
@@ -45,7 +55,7 @@ const Program& program_at(int64_t id) {
   return registry[id];
 }
 
-// Registers a program and the outputs it writes; returns the id `run` and `run_out` take. `outputs` are
+// Registers a program and the outputs it writes; returns the id `run` takes. `outputs` are
 // tensors of each output's dtype, shaped (0,) for an (m,) output and (0, width) for an (m, width) one.
 int64_t register_program(int64_t function, const std::vector<at::Tensor>& outputs, c10::IntArrayRef columns) {
   TORCH_CHECK(outputs.size() == columns.size(), "fusegen_native: one layout per output");
@@ -61,16 +71,51 @@ int64_t register_program(int64_t function, const std::vector<at::Tensor>& output
   return static_cast<int64_t>(registry.size()) - 1;
 }
 
-at::Tensor allocate(const Output& output, int64_t tokens, const at::TensorOptions& options) {
+struct Layout {
+  c10::SmallVector<int64_t, 2> sizes;
+  c10::SmallVector<int64_t, 2> strides;
+  int64_t bytes;  // from the first element to past the last
+};
+
+Layout layout_of(const Output& output, int64_t tokens) {
+  const int64_t element = static_cast<int64_t>(c10::elementSize(output.dtype));
   if (output.width < 0) {
-    return at::empty_strided({tokens}, {1}, options.dtype(output.dtype));
+    return {{tokens}, {1}, tokens * element};
   }
   if (!output.column) {
-    return at::empty_strided({tokens, output.width}, {output.width, 1}, options.dtype(output.dtype));
+    return {{tokens, output.width}, {output.width, 1}, tokens * output.width * element};
   }
-  const int64_t unit = kTmaAlignmentBytes / static_cast<int64_t>(c10::elementSize(output.dtype));
+  const int64_t unit = kTmaAlignmentBytes / element;
   const int64_t padded = (tokens + unit - 1) / unit * unit;
-  return at::empty_strided({tokens, output.width}, {1, padded}, options.dtype(output.dtype));
+  return {{tokens, output.width}, {1, padded}, ((output.width - 1) * padded + tokens) * element};
+}
+
+// The outputs of one call on `device`: separate allocations, or views of one where they are small.
+std::vector<at::Tensor> allocate(const Program& program, int64_t tokens, c10::Device device) {
+  c10::SmallVector<Layout, 6> layouts;
+  int64_t total = 0;
+  for (const Output& output : program.outputs) {
+    layouts.push_back(layout_of(output, tokens));
+    total += (layouts.back().bytes + kSharedOffsetBytes - 1) / kSharedOffsetBytes * kSharedOffsetBytes;
+  }
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(program.outputs.size());
+  if (total > kSharedAllocationBytes) {
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      tensors.push_back(at::empty_strided(layouts[i].sizes, layouts[i].strides, at::TensorOptions().dtype(program.outputs[i].dtype).device(device)));
+    }
+    return tensors;
+  }
+  const at::Tensor block = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
+  int64_t offset = 0;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const c10::ScalarType dtype = program.outputs[i].dtype;
+    at::Tensor tensor = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(block.storage()), block.key_set(), c10::scalarTypeToTypeMeta(dtype));
+    tensor.unsafeGetTensorImpl()->set_sizes_and_strides(layouts[i].sizes, layouts[i].strides, offset / static_cast<int64_t>(c10::elementSize(dtype)));
+    tensors.push_back(std::move(tensor));
+    offset += (layouts[i].bytes + kSharedOffsetBytes - 1) / kSharedOffsetBytes * kSharedOffsetBytes;
+  }
+  return tensors;
 }
 
 [[noreturn]] void raise_ffi_error() {
@@ -131,23 +176,20 @@ void call(const Program& program, c10::ArrayRef<at::Tensor> tensors) {
   }
 }
 
-// The functional launch: allocates the outputs on the inputs' device and returns them.
+// Allocates the outputs on the inputs' device, launches and returns them; returns no tensors, launching
+// nothing, where an input does not start on a kAlignmentBytes boundary.
 std::vector<at::Tensor> run(int64_t id, const std::vector<at::Tensor>& inputs) {
-  const Program& program = program_at(id);
-  const int64_t tokens = inputs[0].size(0);
-  const at::TensorOptions options = at::TensorOptions().device(inputs[0].device());
-  std::vector<at::Tensor> tensors(inputs);
-  tensors.reserve(inputs.size() + program.outputs.size());
-  for (const Output& output : program.outputs) {
-    tensors.push_back(allocate(output, tokens, options));
+  for (const at::Tensor& input : inputs) {
+    if (reinterpret_cast<uintptr_t>(input.data_ptr()) % kAlignmentBytes != 0 && input.numel() != 0) {
+      return {};
+    }
   }
+  const Program& program = program_at(id);
+  std::vector<at::Tensor> outputs = allocate(program, inputs[0].size(0), inputs[0].device());
+  c10::SmallVector<at::Tensor, 12> tensors(inputs.begin(), inputs.end());
+  tensors.append(outputs.begin(), outputs.end());
   call(program, tensors);
-  return std::vector<at::Tensor>(tensors.begin() + static_cast<std::ptrdiff_t>(inputs.size()), tensors.end());
-}
-
-// The out variant: inputs, then the caller's outputs.
-void run_out(int64_t id, const std::vector<at::Tensor>& tensors) {
-  call(program_at(id), tensors);
+  return outputs;
 }
 
 }  // namespace
@@ -155,5 +197,4 @@ void run_out(int64_t id, const std::vector<at::Tensor>& tensors) {
 TORCH_LIBRARY(fusegen_native, library) {
   library.def("register_program(int function, Tensor[] outputs, int[] columns) -> int", &register_program);
   library.def("run(int program, Tensor[] inputs) -> Tensor[]", &run);
-  library.def("run_out(int program, Tensor(a!)[] tensors) -> ()", &run_out);
 }

@@ -45,7 +45,7 @@ def measure(name, no_op, nop) -> None:
     executable = runtime.executable_of(launcher.compiled(TOKENS))
     program = native.register(executable, module.OUTPUTS)
     nop_program = native.register(nop, module.OUTPUTS)
-    run, run_out = native.run_op(), native.run_out_op()
+    run = native.run_op()
     armed = launcher._armed[len(args), len(tensors), TOKENS]
     x = args[0]
     print(f"\n{name}, {TOKENS} tokens, {len(args)} inputs, {len(out)} outputs", flush=True)
@@ -54,10 +54,8 @@ def measure(name, no_op, nop) -> None:
     timed("outputs allocated in Python (runtime.allocate)", lambda: [runtime.allocate(s, TOKENS, x.device) for s in module.OUTPUTS], add)
     timed("no-op op, Python impl (dispatcher floor)", lambda: no_op(x), add)
     timed("tvm_ffi testing.nop(*tensors) from Python", lambda: nop(*tensors), add)
-    timed("native run_out, testing.nop (dispatch, DLTensors)", lambda: run_out(nop_program, tensors), add)
     timed("native run, testing.nop (+ allocation)", lambda: run(nop_program, args), add)
     timed("raw program from Python (tvm_ffi converts)", lambda: executable(*tensors), add)
-    timed("native run_out, program", lambda: run_out(program, tensors), add)
     timed("native run, program", lambda: run(program, args), add)
     timed("armed guards.check + aligned", lambda: armed.guards.check(*tensors) and runtime.aligned(tensors), add)
     timed("kernel(out=)", lambda: module.kernel(*args, out=out), add)
