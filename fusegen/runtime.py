@@ -292,7 +292,7 @@ class Launcher:
             matched = armed is not None and armed.guards.check(*tensors)
             if matched and not (armed.records_grad and torch.is_grad_enabled()):
                 if out is None:
-                    results = armed.launch.run(args)
+                    results = armed.launch.run_shared(args)
                     if results:
                         return tuple.__new__(self.output_type, results)
                 elif aligned(tensors):
@@ -447,19 +447,22 @@ class Armed:
 
 
 class Launch:
-    """How a compiled program is called. `run(inputs)` allocates its outputs, launches and returns them
-    (through the C++ launch path, fusegen.native, where it is available: one dispatcher call allocates and
-    launches), or returns [] without launching where an input is misaligned; `run_out(inputs + outputs)`
+    """How a compiled program is called. `run(inputs)` allocates its outputs, launches and returns them, or
+    returns [] without launching where an input is misaligned: through the C++ launch path (fusegen.native:
+    one dispatcher call allocates and launches) where it is available. `run_shared` is `run` for kernel(...)
+    called directly, whose small outputs may share one allocation (a torch op's outputs must not alias each
+    other; each output of kernel(...) is a view like those of torch.split). `run_out(inputs + outputs)`
     launches into the caller's tensors through the program's tvm_ffi entry, which costs less per call from
     Python than a dispatcher call (perf/proto/native_cost.py)."""
 
-    __slots__ = ("run", "run_out")
+    __slots__ = ("run", "run_shared", "run_out")
 
     def __init__(self, executable, outputs: tuple[TensorSpec, ...]):
         if native.available():
-            self.run = partial(native.run_op(), native.register(executable, outputs))
+            program, run = native.register(executable, outputs), native.run_op()
+            self.run, self.run_shared = partial(run, program, False), partial(run, program, True)
         else:
-            self.run = partial(_run_in_python, executable, outputs)
+            self.run = self.run_shared = partial(_run_in_python, executable, outputs)
         self.run_out = partial(_run_out_in_python, executable)
 
 

@@ -128,8 +128,9 @@ def register(executable, outputs) -> int:
 
 
 def run_op():
-    """`(id, inputs) -> outputs`: allocates the outputs, launches and returns them, or returns [] without
-    launching where an input does not start on a 16-byte boundary. The op's C++ entry: no Python frame of
+    """`(id, share, inputs) -> outputs`: allocates the outputs (as views of one allocation where `share`
+    allows it and they are small: never for a torch op, whose outputs must not alias), launches and returns
+    them, or returns [] without launching where an input does not start on a 16-byte boundary. The op's C++ entry: no Python frame of
     the OpOverload around it."""
     return torch.ops.fusegen_native.run.default._op
 

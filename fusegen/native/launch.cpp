@@ -1,8 +1,9 @@
 // fusegen's launch path in C++ for a call that allocates its outputs: allocate them and call the kernel's
 // compiled TileLang program in one dispatcher call. Measured on the H200 host (perf/proto/native_cost.py),
 // three outputs allocated from Python cost 1.5-2x a whole torch.add, and three at::empty_strided from C++
-// still 0.4-1.2x: the caching allocator, not Python, is most of it. So outputs small enough that the host
-// cost matters share one allocation, cut into tensors here without the dispatcher.
+// still 0.4-1.2x: the caching allocator, not Python, is most of it. So where the caller allows it (kernel(...)
+// called directly: a torch op's outputs must not alias each other), outputs small enough that the host cost
+// matters share one allocation, cut into tensors here without the dispatcher.
 //
 // Only calls whose signature the Python launcher has already checked in full reach this op (runtime.py,
 // Launcher), as in TileLang's own generated host code; what depends on the addresses (alignment) is
@@ -90,8 +91,9 @@ Layout layout_of(const Output& output, int64_t tokens) {
   return {{tokens, output.width}, {1, padded}, ((output.width - 1) * padded + tokens) * element};
 }
 
-// The outputs of one call on `device`: separate allocations, or views of one where they are small.
-std::vector<at::Tensor> allocate(const Program& program, int64_t tokens, c10::Device device) {
+// The outputs of one call on `device`: separate allocations, or views of one where `share` allows it and
+// they are small.
+std::vector<at::Tensor> allocate(const Program& program, int64_t tokens, c10::Device device, bool share) {
   c10::SmallVector<Layout, 6> layouts;
   int64_t total = 0;
   for (const Output& output : program.outputs) {
@@ -100,7 +102,7 @@ std::vector<at::Tensor> allocate(const Program& program, int64_t tokens, c10::De
   }
   std::vector<at::Tensor> tensors;
   tensors.reserve(program.outputs.size());
-  if (total > kSharedAllocationBytes) {
+  if (!share || total > kSharedAllocationBytes) {
     for (size_t i = 0; i < layouts.size(); ++i) {
       tensors.push_back(at::empty_strided(layouts[i].sizes, layouts[i].strides, at::TensorOptions().dtype(program.outputs[i].dtype).device(device)));
     }
@@ -176,16 +178,17 @@ void call(const Program& program, c10::ArrayRef<at::Tensor> tensors) {
   }
 }
 
-// Allocates the outputs on the inputs' device, launches and returns them; returns no tensors, launching
-// nothing, where an input does not start on a kAlignmentBytes boundary.
-std::vector<at::Tensor> run(int64_t id, const std::vector<at::Tensor>& inputs) {
+// Allocates the outputs on the inputs' device (sharing one allocation where `share` allows it), launches
+// and returns them; returns no tensors, launching nothing, where an input does not start on a
+// kAlignmentBytes boundary.
+std::vector<at::Tensor> run(int64_t id, bool share, const std::vector<at::Tensor>& inputs) {
   for (const at::Tensor& input : inputs) {
     if (reinterpret_cast<uintptr_t>(input.data_ptr()) % kAlignmentBytes != 0 && input.numel() != 0) {
       return {};
     }
   }
   const Program& program = program_at(id);
-  std::vector<at::Tensor> outputs = allocate(program, inputs[0].size(0), inputs[0].device());
+  std::vector<at::Tensor> outputs = allocate(program, inputs[0].size(0), inputs[0].device(), share);
   c10::SmallVector<at::Tensor, 12> tensors(inputs.begin(), inputs.end());
   tensors.append(outputs.begin(), outputs.end());
   call(program, tensors);
@@ -196,5 +199,5 @@ std::vector<at::Tensor> run(int64_t id, const std::vector<at::Tensor>& inputs) {
 
 TORCH_LIBRARY(fusegen_native, library) {
   library.def("register_program(int function, Tensor[] outputs, int[] columns) -> int", &register_program);
-  library.def("run(int program, Tensor[] inputs) -> Tensor[]", &run);
+  library.def("run(int program, bool share, Tensor[] inputs) -> Tensor[]", &run);
 }
