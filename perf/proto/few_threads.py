@@ -1,5 +1,5 @@
 """Writes perf/few-threads: for each sweep spec whose planner route at 8 tokens keeps whole rows (a chain
-with a row-wide reduction cannot split them), copies pinned to twice and four times that route's threads —
+with a row-wide reduction cannot split them), a copy pinned to twice that route's threads —
 the data for a few-token rule (session 10: most few-token tuning buckets the quick search missed were won by
 the planner's schedule on twice its threads; values per thread, not the grid, bound RoPE → FP8 7168 at 1–8
 tokens). `fusegen bench` times them beside the planner's own specs against torch.compile at few tokens."""
@@ -23,7 +23,7 @@ def main() -> None:
             continue
         text = file.read_text()
         (OUT / file.name).write_text(text)
-        for factor in (2, 4):
+        for factor in (2,):
             threads = schedule.threads * factor
             if threads > 1024:
                 continue

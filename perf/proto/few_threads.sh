@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 11's second device call: the C++ launch path's host cost (perf/proto/native_cost.py, the drop-in
 # checks, the model library's host µs per call), then perf/few-threads — each whole-row sweep spec beside
-# copies on 2× and 4× its threads — at 8 and 64 tokens, untuned, no baselines (the planner's own spec is
+# a copy on 2× its threads — at 8 and 64 tokens, untuned, no baselines (the planner's own spec is
 # the comparison; torch.compile at 8 tokens is in docs/bench/sweep/small from session 10).
 default_out=/tmp/fusegen-few
 # shellcheck source=perf/proto/device_prologue.sh
