@@ -31,6 +31,7 @@ from .schedule import (
     STREAM_MIN_TOKENS,
     choose_schedule,
     few_token_split,
+    few_token_threads,
     joint_span,
     with_joint_reduction,
     with_prefetch,
@@ -249,14 +250,15 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 
 
 def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
-    """The planner's own routes by token count: a row split over blocks up to FEW_TOKENS where the chain
-    allows one (few_token_split), one row per block below STREAM_MIN_TOKENS where many tokens stream, and
-    the schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
+    """The planner's own routes by token count: up to FEW_TOKENS a row split over blocks where the chain
+    allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); one row
+    per block below STREAM_MIN_TOKENS where many tokens stream; and the schedule for many tokens above — one
+    route where none of these differ, or for the count a spec pins."""
     origin = "planner rules (no tuning entry for this kernel)"
     many = _route(spec, 1, None, origin)
     # (the last count a route serves, its _route options), ascending; the last one serves every count above.
     ranges: list[tuple[int | None, dict]] = []
-    if few_token_split(spec) > 1:
+    if few_token_split(spec) > 1 or few_token_threads(spec, many.schedule):
         ranges.append((FEW_TOKENS, {"few_tokens": True}))
     if spec.schedule.variant == "auto" and many.schedule.variant == "stream":
         ranges.append((STREAM_MIN_TOKENS - 1, {"stream": False}))

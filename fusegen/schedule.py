@@ -58,11 +58,18 @@ def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
 
 
 def _row_schedule(
-    spec: KernelSpec, block_m: int, threads_hint: int | None, multiple: int, row_split: int = 1, split_by: str = "the row_split hint"
+    spec: KernelSpec,
+    block_m: int,
+    threads_hint: int | None,
+    multiple: int,
+    row_split: int = 1,
+    split_by: str = "the row_split hint",
+    threads_by: str = "as the threads hint asks",
 ) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
     (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
-    blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked)."""
+    blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked;
+    `threads_by` why `threads_hint` is the thread count)."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden // row_split
     context = chain_context(spec)
@@ -130,7 +137,7 @@ def _row_schedule(
         )
     _, threads, vector, padded, per_thread = min(candidates)
     why = (
-        "as the threads hint asks"
+        threads_by
         if threads_hint
         else f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
     )
@@ -513,9 +520,38 @@ def few_token_split(spec: KernelSpec) -> int:
     return next(iter(row_splits(spec, MIN_PART_BYTES)), 1)
 
 
+# A row of up to 1024 values is held by one warp for many tokens (TARGET_ELEMS_PER_THREAD a thread). At few
+# tokens only a handful of warps run on the whole GPU, and that one holds all of a row's loads and its
+# reductions: on two warps every such sweep spec ran as fast or faster at 8 and 64 tokens (H200, untuned,
+# perf/few-threads, docs/bench/few-threads/: 0.86–1.01 × the one-warp time at 8 tokens, median 0.95; the most
+# where a thread held the most values — bf16 1024 with 32 a thread 0.86–0.91, fp16 512 with 16 0.98–0.99).
+# Wider rows on twice their threads went either way (0.89–1.17 at 64 threads, 0.93–1.44 above), so they keep
+# the many-token schedule.
+FEW_TOKEN_THREADS = 2 * WARP_THREADS
+
+
+def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
+    """FEW_TOKEN_THREADS where the route for up to FEW_TOKENS tokens keeps whole rows and the schedule for
+    many tokens (`many`) holds each in one warp, and the hints pin nothing the thread count would change;
+    else None (that schedule serves few tokens too)."""
+    hints = spec.schedule
+    if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots, hints.blocks_per_sm)):
+        return None
+    if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1) or few_token_split(spec) > 1:
+        return None
+    if many.threads != WARP_THREADS or many.block_m != 1 or many.variant not in ("fragment", "stream"):
+        return None
+    try:
+        _row_schedule(spec, 1, FEW_TOKEN_THREADS, columns_multiple(spec))
+    except ChainError:
+        return None
+    return FEW_TOKEN_THREADS
+
+
 def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known.
-    `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split)."""
+    `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split, or
+    few_token_threads where the rows stay whole)."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
@@ -538,9 +574,12 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
-    if few_tokens:
+    if few_tokens and few_token_split(spec) > 1:
         why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
         return _row_schedule(spec, block_m, threads, multiple, few_token_split(spec), why)
+    if few_tokens:
+        why = f"the planner's two warps a row for up to {FEW_TOKENS} tokens, where one holds it for many: one warp would hold all of the row's loads"
+        return _row_schedule(spec, block_m, FEW_TOKEN_THREADS, multiple, threads_by=why)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:

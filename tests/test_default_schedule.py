@@ -131,9 +131,12 @@ def test_the_sweep_generator_refuses_a_rotation_that_drops_an_axis_value(monkeyp
 
 
 def test_every_sweep_spec_plans_16_byte_row_accesses():
+    """On every route past 64 tokens, where bandwidth decides; up to 64 tokens a row one warp holds for many
+    tokens goes to two warps, whatever vector that leaves (fp16 768: 8-byte vectors, as timed there)."""
     for p in load_and_plan(collect_spec_files([SWEEP])):
-        s = p.routes[0].schedule
-        assert s.vector_bytes == 16, (p.name, s.reasons)
+        for route in p.routes:
+            if route.last_tokens is None or route.last_tokens > 64:
+                assert route.schedule.vector_bytes == 16, (p.name, route.schedule.reasons)
 
 
 def test_every_sweep_spec_compiles_with_clean_cuda(tmp_path):
@@ -204,10 +207,49 @@ def test_few_tokens_take_one_row_per_block_where_many_would_stream():
     """At 256 tokens one row per block beat the planner's stream on both 512-column sweep specs by ~10 %
     (the stream lost to torch.compile there): below 1025 tokens a persistent block has no next row."""
     p = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
-    few, many = p.routes
-    assert (few.first_tokens, few.last_tokens, few.schedule.variant) == (1, 1024, "fragment")
+    _, few, many = p.routes  # the first: two warps a row up to 64 tokens
+    assert (few.first_tokens, few.last_tokens, few.schedule.variant) == (65, 1024, "fragment")
     assert any("no next row to prefetch" in r for r in few.schedule.reasons)
     assert (many.first_tokens, many.last_tokens, many.schedule.variant) == (1025, None, "stream")
+
+
+def test_few_tokens_spread_a_row_one_warp_holds_over_two():
+    """At 8 and 64 tokens two warps a row ran 0.86–1.01 × the one-warp time on every sweep spec whose row one
+    warp holds (perf/few-threads): the route for up to 64 tokens takes 64 threads, the rest keep 32."""
+    p = load_and_plan([SWEEP / "sweep_rms_rope_quant_y_bf16_1024.toml"])[0]
+    few, many = p.routes
+    assert (few.first_tokens, few.last_tokens, few.schedule.threads, few.schedule.elems_per_thread) == (1, 64, 64, 16)
+    assert (many.first_tokens, many.last_tokens, many.schedule.threads, many.schedule.row_split) == (65, None, 32, 1)
+    assert any("two warps a row for up to 64 tokens" in r for r in few.schedule.reasons)
+    streamed = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
+    assert [(r.first_tokens, r.schedule.variant, r.schedule.threads) for r in streamed.routes] == [
+        (1, "fragment", 64),
+        (65, "fragment", 32),
+        (1025, "stream", 32),
+    ]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"hidden": 4096},  # 128 threads for many tokens: twice them went either way
+        {"schedule": {"threads": 32}},
+        {"schedule": {"variant": "fragment", "blocks_per_sm": 8}},
+        {"schedule": {"variant": "stream"}},
+        {"schedule": {"block_m": 2}},
+        {"tokens": 4096},
+    ],
+)
+def test_no_two_warp_route_where_one_warp_does_not_hold_the_row_or_the_hints_pin_it(extra):
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 1024, "op": [RMS, {"kind": "quant_fp8"}], **extra}
+    (route,) = plan(KernelSpec.model_validate(spec), "k.toml").routes
+    assert (route.first_tokens, route.last_tokens) == (1, None)
+
+
+def test_a_pinned_few_token_count_takes_the_two_warp_route():
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 1024, "op": [RMS, {"kind": "quant_fp8"}], "tokens": 8}
+    (route,) = plan(KernelSpec.model_validate(spec), "k.toml").routes
+    assert (route.first_tokens, route.last_tokens, route.schedule.threads) == (1, None, 64)
 
 
 @pytest.mark.parametrize(("tokens", "variant"), [(256, "fragment"), (1024, "fragment"), (1025, "stream")])
