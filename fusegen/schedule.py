@@ -525,7 +525,7 @@ def few_token_split(spec: KernelSpec) -> int:
 # reductions: on two warps every such sweep spec ran as fast or faster at 8 and 64 tokens (H200, untuned,
 # perf/few-threads, docs/bench/few-threads/: 0.86–1.01 × the one-warp time at 8 tokens, median 0.95; the most
 # where a thread held the most values — bf16 1024 with 32 a thread 0.86–0.91, fp16 512 with 16 0.98–0.99).
-# Wider rows on twice their threads went either way (0.89–1.17 at 64 threads, 0.93–1.44 above), so they keep
+# Wider rows on twice their threads went either way (0.89–1.17 at 64 threads, 0.87–1.44 at 128–512), so they keep
 # the many-token schedule.
 FEW_TOKEN_THREADS = 2 * WARP_THREADS
 
