@@ -55,12 +55,15 @@ def _toolchain() -> tuple[str, list[str]]:
 
 
 def _library_path() -> Path:
-    """Where the build for this source, torch, tvm_ffi and compiler lives: a change to any is a new build."""
+    """Where the build for this source, torch, tvm_ffi and compiler (and their paths) lives: a change to any
+    is a new build."""
+    import tvm_ffi
+
     from ..jit import cache_dir
 
     compiler, flags = _toolchain()
     digest = hashlib.sha256(SOURCE.read_bytes())
-    digest.update("\0".join([torch.__version__, compiler, *flags]).encode())
+    digest.update("\0".join([torch.__version__, tvm_ffi.__version__, compiler, *flags]).encode())
     return cache_dir() / "native" / digest.hexdigest()[:16] / LIBRARY_NAME
 
 
