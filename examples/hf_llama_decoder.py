@@ -1,5 +1,6 @@
 """A Hugging Face Llama decoder layer whose residual add + post_attention_layernorm run as one fusegen
-kernel, checked against the unpatched layer and timed, eager and under torch.compile(fullgraph=True).
+kernel, checked against the unpatched layer and timed eager, under torch.compile(fullgraph=True) and in
+CUDA graphs (torch.compile's mode="reduce-overhead"), and the replaced part alone against its torch code.
 
     python examples/hf_llama_decoder.py RESULT.json      (a Hopper GPU, transformers 5.x; no download)
 
@@ -83,7 +84,7 @@ def unpatched(layer):
     return forward
 
 
-def ms_per_call(call, calls: int = 20, rounds: int = 5) -> float:
+def ms_per_call(call, calls: int = 50, rounds: int = 7) -> float:
     """GPU milliseconds per call between events around back-to-back calls: the kernels' time where the GPU
     is the bottleneck, and the host's gaps between them where the host is (1 and 8 tokens)."""
     for _ in range(3):
@@ -146,6 +147,16 @@ def check(layer, rotary, fused, tokens: int) -> dict:
     return {"max_abs_difference": float((got.float() - want.float()).abs().max()), "mean_abs_output": scale}
 
 
+def replaced_part(layer):
+    """What the kernel replaces, as the layer runs it: the residual add, then post_attention_layernorm."""
+
+    def part(attended, residual):
+        stream = residual + attended
+        return stream, layer.post_attention_layernorm(stream)
+
+    return part
+
+
 def main(path: str) -> None:
     layer, rotary, fused = build()
     results = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rows": []}
@@ -154,21 +165,38 @@ def main(path: str) -> None:
         "eager + fusegen": fused,
         "compile": torch.compile(unpatched(layer), fullgraph=True, dynamic=True),
         "compile + fusegen": torch.compile(fused, fullgraph=True, dynamic=True),
+        "CUDA graphs": torch.compile(unpatched(layer), fullgraph=True, dynamic=True, mode="reduce-overhead"),
+        "CUDA graphs + fusegen": torch.compile(fused, fullgraph=True, dynamic=True, mode="reduce-overhead"),
+    }
+    parts = {
+        "part eager": replaced_part(layer),
+        "part compile": torch.compile(replaced_part(layer), fullgraph=True, dynamic=True),
+        "part fusegen": lambda attended, residual: fused.kernel(attended, residual, layer.post_attention_layernorm.weight),
     }
     with torch.no_grad():
         for tokens in TOKENS:
             row = {"tokens": tokens, **check(layer, rotary, fused, tokens)}
             hidden, arguments = layer_inputs(rotary, tokens)
+            want = variants["eager"](hidden, **arguments)
+            scale = float(want.float().abs().mean())
             for label, forward in variants.items():
+                got = forward(hidden, **arguments)  # compiled and graphed variants too: the same output
+                torch.testing.assert_close(
+                    got, want, rtol=OUTPUT_TOLERANCE, atol=OUTPUT_TOLERANCE * scale, msg=lambda m, label=label: f"{label}: {m}"
+                )
                 # Timed at once, inside this iteration: the defaults bind this iteration's values.
                 row[f"{label} ms"] = ms_per_call(lambda forward=forward, hidden=hidden, arguments=arguments: forward(hidden, **arguments))
+            attended = layer.self_attn(hidden_states=layer.input_layernorm(hidden), **arguments)[0].reshape(-1, HIDDEN)
+            residual = hidden.reshape(-1, HIDDEN)
+            for label, part in parts.items():
+                row[f"{label} ms"] = ms_per_call(lambda part=part, attended=attended, residual=residual: part(attended, residual))
             results["rows"].append(row)
-    labels = list(variants)
-    print("| tokens | " + " | ".join(f"{label} ms" for label in labels) + " | max abs difference |")
-    print("|---:|" + "---:|" * (len(labels) + 1))
-    for row in results["rows"]:
-        times = " | ".join(f"{row[f'{label} ms']:.3f}" for label in labels)
-        print(f"| {row['tokens']} | {times} | {row['max_abs_difference']:.3g} |")
+    for labels in (list(variants), list(parts)):
+        print("| tokens | " + " | ".join(f"{label} ms" for label in labels) + " | max abs difference |")
+        print("|---:|" + "---:|" * (len(labels) + 1))
+        for row in results["rows"]:
+            times = " | ".join(f"{row[f'{label} ms']:.3f}" for label in labels)
+            print(f"| {row['tokens']} | {times} | {row['max_abs_difference']:.3g} |")
     with open(path, "w") as handle:
         json.dump(results, handle, indent=1)
 
