@@ -537,9 +537,11 @@ def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
     hints = spec.schedule
     if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots, hints.blocks_per_sm)):
         return None
-    if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1) or few_token_split(spec) > 1:
+    if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
         return None
     if many.threads != WARP_THREADS or many.block_m != 1 or many.variant not in ("fragment", "stream"):
+        return None
+    if few_token_split(spec) > 1:  # last: it plans every split the row allows
         return None
     try:
         _row_schedule(spec, 1, FEW_TOKEN_THREADS, columns_multiple(spec))
@@ -574,9 +576,10 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
-    if few_tokens and few_token_split(spec) > 1:
+    few_token_parts = few_token_split(spec) if few_tokens else 1
+    if few_token_parts > 1:
         why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
-        return _row_schedule(spec, block_m, threads, multiple, few_token_split(spec), why)
+        return _row_schedule(spec, block_m, threads, multiple, few_token_parts, why)
     if few_tokens:
         why = f"the planner's two warps a row for up to {FEW_TOKENS} tokens, where one holds it for many: one warp would hold all of the row's loads"
         return _row_schedule(spec, block_m, FEW_TOKEN_THREADS, multiple, threads_by=why)

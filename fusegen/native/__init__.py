@@ -3,9 +3,10 @@ and calls its compiled program in one dispatcher call, built once per machine in
 
 Why C++: on the H200 host a three-output kernel(...) sat at 2.5-2.8 × one `torch.add`, its outputs'
 allocation from Python alone at 1.5-2 × (BENCHMARKS.md, issue 15; perf/proto/native_cost.py); small outputs
-allocated as one block and cut into tensors in C++ cost one allocation. The library is compiled with the C++ compiler TileLang itself needs
-(`CXX`, else g++) against this process's torch and tvm_ffi; where it cannot be built, or FUSEGEN_NO_COMPILE
-forbids building it, kernels launch through Python as before and `unavailable()` says why.
+allocated as one block and cut into tensors in C++ cost one allocation. The library is compiled with the C++
+compiler TileLang itself needs (`CXX`, else g++) against this process's torch and tvm_ffi; where it cannot be
+built, or FUSEGEN_NO_COMPILE forbids building it, kernels launch through Python as before and
+`unavailable()` says why.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def register(executable, outputs) -> int:
 def run_op():
     """`(id, share, inputs) -> outputs`: allocates the outputs (as views of one allocation where `share`
     allows it and they are small: never for a torch op, whose outputs must not alias), launches and returns
-    them, or returns [] without launching where an input does not start on a 16-byte boundary. The op's C++ entry: no Python frame of
-    the OpOverload around it."""
+    them, or returns [] without launching where an input does not start on a 16-byte boundary. The op's C++
+    entry: no Python frame of the OpOverload around it."""
     return torch.ops.fusegen_native.run.default._op
 
 
