@@ -292,11 +292,10 @@ class Launcher:
             matched = armed is not None and armed.guards.check(*tensors)
             if matched and not (armed.records_grad and torch.is_grad_enabled()):
                 if out is None:
-                    results = armed.launch.run_shared(args)
-                    if results:
+                    results = armed.launch.run_shared(*args)
+                    if results is not None:
                         return tuple.__new__(self.output_type, results)
-                elif aligned(tensors):
-                    armed.launch.run_out(tensors)
+                elif armed.launch.run_out(*tensors):
                     return tuple.__new__(self.output_type, out)
         if not self._takes(args, out):
             self.check(args, out)  # raises: every call _takes refuses breaks one of the checks
@@ -361,8 +360,8 @@ class Launcher:
         else:
             if DEBUG:
                 self.check_indices(args)
-            results = admitted.launch.run(args)
-        return results[0] if len(results) == 1 else tuple(results)
+            results = admitted.launch.run(*args)
+        return results[0] if len(results) == 1 else results
 
     def run_out(self, *tensors):
         """The out variant: checks and launches into the caller's outputs."""
@@ -371,7 +370,7 @@ class Launcher:
         if admitted.launch is not None:
             if DEBUG:
                 self.check_indices(args)
-            admitted.launch.run_out(tensors)
+            admitted.launch.run_out(*tensors)
 
     def fake(self, *args):
         """The functional op on fake tensors: the outputs' shapes, dtypes and strides, nothing run."""
@@ -447,45 +446,49 @@ class Armed:
 
 
 class Launch:
-    """How a compiled program is called. `run(inputs)` allocates its outputs, launches and returns them, or
-    returns [] without launching where an input is misaligned: through the C++ launch path (fusegen.native:
-    one dispatcher call allocates and launches) where it is available. `run_shared` is `run` for kernel(...)
-    called directly, whose small outputs may share one allocation (a torch op's outputs must not alias each
-    other; each output of kernel(...) is a view like those of torch.split). `run_out(inputs + outputs)`
-    launches into the caller's tensors through the program's tvm_ffi entry, which costs less per call from
-    Python than a dispatcher call (perf/proto/native_cost.py)."""
+    """How a compiled program is called. `run(*inputs)` allocates its outputs, launches and returns them as a
+    tuple, or returns None without launching where an input is misaligned: through the C++ launch path
+    (fusegen.native: one C call allocates and launches) where it is available. `run_shared` is `run` for
+    kernel(...) called directly, whose small outputs may share one allocation (a torch op's outputs must not
+    alias each other; each output of kernel(...) is a view like those of torch.split). `run_out(*inputs,
+    *outputs)` launches into the caller's tensors and returns True, or None where one is misaligned."""
 
     __slots__ = ("run", "run_shared", "run_out")
 
     def __init__(self, executable, outputs: tuple[TensorSpec, ...]):
         if native.available():
-            program, run = native.register(executable, outputs), native.run_op()
-            self.run, self.run_shared = partial(run, program, False), partial(run, program, True)
+            program, launch = native.register(executable, outputs), native.launch()
+            self.run = partial(launch, program, native.SEPARATE)
+            self.run_shared = partial(launch, program, native.SHARED)
+            self.run_out = partial(launch, program, native.INTO)
         else:
             self.run = self.run_shared = partial(_run_in_python, executable, outputs)
-        self.run_out = partial(_run_out_in_python, executable)
+            self.run_out = partial(_run_out_in_python, executable)
 
 
-def _run_in_python(executable, outputs: tuple[TensorSpec, ...], args) -> list[torch.Tensor]:
+def _run_in_python(executable, outputs: tuple[TensorSpec, ...], *args) -> tuple[torch.Tensor, ...] | None:
     if not aligned(args):
-        return []
+        return None
     tokens, device = args[0].shape[0], args[0].device
-    results = [allocate(spec, tokens, device) for spec in outputs]
-    _run_out_in_python(executable, (*args, *results))
+    results = tuple(allocate(spec, tokens, device) for spec in outputs)
+    _run_out_in_python(executable, *args, *results)
     return results
 
 
-def _run_out_in_python(executable, tensors) -> None:
+def _run_out_in_python(executable, *tensors) -> bool | None:
     """Runs the executable on the tensors' device and leaves the caller's current device as it was: the
     program's host code selects the tensors' device itself (TVM's __tvm_set_device) and never restores it.
     torch._C._cuda_getDevice is torch.cuda.current_device without its Python lazy-init frames; the tensors
     are on CUDA, so CUDA is initialised."""
+    if not aligned(tensors):
+        return None
     device_index = tensors[0].device.index
     if device_index == torch._C._cuda_getDevice():
         executable(*tensors)
     else:  # switching devices costs microseconds per call, so only when needed
         with torch.cuda.device(device_index):
             executable(*tensors)
+    return True
 
 
 def executable_of(compiled):

@@ -262,7 +262,7 @@ def test_the_cpp_launch_path_allocates_every_layout_as_the_kernel_writes_it(stub
     program = native.register(stub_program.function, OUTPUT_LAYOUTS)
     stub_program.inputs = 2
     inputs = (torch.randn(tokens, 4096), torch.randn(4096))
-    results = native.run_op()(program, share, inputs)
+    results = native.launch()(program, native.SHARED if share else native.SEPARATE, *inputs)
     expected = [allocate(spec, tokens, "cpu") for spec in OUTPUT_LAYOUTS]
     assert [(r.shape, r.stride(), r.dtype) for r in results] == [(e.shape, e.stride(), e.dtype) for e in expected]
     assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *results))
@@ -280,7 +280,7 @@ def test_the_cpp_launch_path_launches_nothing_for_a_misaligned_input(stub_progra
     program = native.register(stub_program.function, OUTPUT_LAYOUTS)
     before = stub_program.launches
     x = torch.randn(8 * 4096 + 1)[1:].view(8, 4096)
-    assert native.run_op()(program, True, (x, torch.randn(4096))) == []
+    assert native.launch()(program, native.SHARED, x, torch.randn(4096)) is None
     assert stub_program.launches == before
 
 

@@ -49,3 +49,11 @@ def test_each_source_torch_and_compiler_gets_its_own_build(monkeypatch, tmp_path
     monkeypatch.setenv("FUSEGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CXX", "clang++")
     assert native._library_path() != path
+
+
+def test_without_python_headers_kernels_launch_from_python_and_a_warning_says_why(fresh, monkeypatch, tmp_path):
+    paths = {**native.sysconfig.get_paths(), "include": str(tmp_path / "no-headers")}
+    monkeypatch.setattr(native.sysconfig, "get_paths", lambda: paths)
+    with pytest.warns(UserWarning, match=r"no Python headers in .*no-headers \(install this Python's development package\)"):
+        assert fresh() is False
+    assert not list((tmp_path / "cache").rglob("*.so")), "a failed build left a library behind"

@@ -1,21 +1,23 @@
-"""The C++ launch path (launch.cpp): an op `torch.ops.fusegen_native.run` that allocates a kernel's outputs
-and calls its compiled program in one dispatcher call, built once per machine into the cache.
+"""The C++ launch path (launch.cpp): a Python extension whose `launch` allocates a kernel's outputs and calls
+its compiled program in one C call, built once per machine into the cache.
 
 Why C++: on the H200 host a three-output kernel(...) sat at 2.5-2.8 × one `torch.add`, its outputs'
 allocation from Python alone at 1.5-2 × (BENCHMARKS.md, issue 15; perf/proto/native_cost.py); small outputs
 allocated as one block and cut into tensors in C++ cost one allocation. The library is compiled with the C++
-compiler TileLang itself needs (`CXX`, else g++) against this process's torch and tvm_ffi; where it cannot be
-built, or FUSEGEN_NO_COMPILE forbids building it, kernels launch through Python as before and
-`unavailable()` says why.
+compiler TileLang itself needs (`CXX`, else g++) against this process's Python, torch and tvm_ffi; where it
+cannot be built (no compiler, no Python headers), or FUSEGEN_NO_COMPILE forbids building it, kernels launch
+through Python and `unavailable()` says why.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import warnings
 from pathlib import Path
@@ -24,11 +26,16 @@ import torch
 
 SOURCE = Path(__file__).with_name("launch.cpp")
 LIBRARY_NAME = "fusegen_native.so"
+# What launch() does with its tensors: allocate the outputs separately (a torch op's, which must not alias),
+# allocate small ones as views of one block (kernel(...) called directly), or launch into the outputs passed
+# after the inputs.
+SEPARATE, SHARED, INTO = 0, 1, 2
 _failure: str | None = None
+_extension = None
 
 
 def _toolchain() -> tuple[str, list[str]]:
-    """The compiler and the flags that build launch.cpp against this process's torch and tvm_ffi."""
+    """The compiler and the flags that build launch.cpp against this process's Python, torch and tvm_ffi."""
     import tvm_ffi.libinfo
     from torch.utils.cpp_extension import include_paths
 
@@ -41,12 +48,14 @@ def _toolchain() -> tuple[str, list[str]]:
         "-shared",
         "-fPIC",
         f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        f"-I{sysconfig.get_paths()['include']}",
         *(f"-I{path}" for path in include_paths()),
         f"-I{tvm_ffi.libinfo.find_include_path()}",
         str(SOURCE),
         f"-L{torch_lib}",
         "-lc10",
         "-ltorch_cpu",
+        "-ltorch_python",
         f"-L{tvm_ffi_lib}",
         "-ltvm_ffi",
         f"-Wl,-rpath,{torch_lib}",
@@ -56,15 +65,15 @@ def _toolchain() -> tuple[str, list[str]]:
 
 
 def _library_path() -> Path:
-    """Where the build for this source, torch, tvm_ffi and compiler (and their paths) lives: a change to any
-    is a new build."""
+    """Where the build for this source, Python, torch, tvm_ffi and compiler (and their paths) lives: a change
+    to any is a new build."""
     import tvm_ffi
 
     from ..jit import cache_dir
 
     compiler, flags = _toolchain()
     digest = hashlib.sha256(SOURCE.read_bytes())
-    digest.update("\0".join([torch.__version__, tvm_ffi.__version__, compiler, *flags]).encode())
+    digest.update("\0".join([sysconfig.get_config_var("SOABI") or "", torch.__version__, tvm_ffi.__version__, compiler, *flags]).encode())
     return cache_dir() / "native" / digest.hexdigest()[:16] / LIBRARY_NAME
 
 
@@ -80,6 +89,9 @@ def _build(path: Path) -> None:
         compiler, flags = _toolchain()
         if shutil.which(compiler) is None:
             raise RuntimeError(f"no C++ compiler '{compiler}' (set CXX)")
+        headers = Path(sysconfig.get_paths()["include"])
+        if not (headers / "Python.h").is_file():
+            raise RuntimeError(f"no Python headers in {headers} (install this Python's development package)")
         handle, staging = tempfile.mkstemp(dir=path.parent, suffix=".so")
         os.close(handle)
         try:
@@ -96,7 +108,7 @@ def _build(path: Path) -> None:
 def available() -> bool:
     """Loads the library (building it first if needed) once per process; False, with a warning saying why,
     where it cannot be had."""
-    global _failure
+    global _failure, _extension
     from ..jit import NO_COMPILE_ENV, compiling_forbidden
 
     try:
@@ -105,7 +117,10 @@ def available() -> bool:
             if compiling_forbidden():
                 raise RuntimeError(f"it is not built in {path.parent} and {NO_COMPILE_ENV} forbids building it")
             _build(path)
-        torch.ops.load_library(str(path))
+        spec = importlib.util.spec_from_file_location("fusegen_native", path)
+        extension = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(extension)
+        _extension = extension
     except (OSError, RuntimeError, ImportError) as error:
         _failure = str(error)
         warnings.warn(f"fusegen: the C++ launch path is unavailable ({_failure}); kernels launch through Python", stacklevel=2)
@@ -120,23 +135,23 @@ def unavailable() -> str | None:
 
 def register(executable, outputs) -> int:
     """Registers a compiled program's tvm_ffi entry and its outputs (runtime.TensorSpec, each (m,) or (m, n),
-    row or column layout) with the library; returns the id `run` takes. Call only after
-    available() returned True."""
+    row or column layout) with the library; returns the id `launch` takes. Call only after available()
+    returned True."""
     templates, columns = [], []
     for spec in outputs:
         if spec.shape[0] != "m" or len(spec.shape) > 2:
             raise AssertionError(f"output '{spec.name}' is {spec.shape}: the C++ launch path sizes (m,) and (m, n) outputs")
         templates.append(torch.empty((0, *spec.shape[1:]), dtype=spec.dtype, device="meta"))
         columns.append(int(spec.layout == "column"))
-    return torch.ops.fusegen_native.register_program(executable.__chandle__(), templates, columns)
+    return _extension.register_program(executable.__chandle__(), templates, columns)
 
 
-def run_op():
-    """`(id, share, inputs) -> outputs`: allocates the outputs (as views of one allocation where `share`
-    allows it and they are small: never for a torch op, whose outputs must not alias), launches and returns
-    them, or returns [] without launching where an input does not start on a 16-byte boundary. The op's C++
-    entry: no Python frame of the OpOverload around it."""
-    return torch.ops.fusegen_native.run.default._op
+def launch():
+    """`launch(id, mode, *tensors)`: with SEPARATE or SHARED, the inputs: allocates the outputs (views of one
+    allocation with SHARED where they are small), launches and returns them as a tuple; with INTO, the inputs
+    and then the outputs: launches into them and returns True. Returns None without launching where a tensor
+    does not start on a 16-byte boundary. The extension's C function itself: no Python frame around it."""
+    return _extension.launch
 
 
-__all__ = ["available", "register", "run_op", "unavailable"]
+__all__ = ["INTO", "SEPARATE", "SHARED", "available", "launch", "register", "unavailable"]

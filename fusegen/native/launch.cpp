@@ -1,20 +1,27 @@
-// fusegen's launch path in C++ for a call that allocates its outputs: allocate them and call the kernel's
-// compiled TileLang program in one dispatcher call. Measured on the H200 host (perf/proto/native_cost.py),
-// three outputs allocated from Python cost 1.5-2x a whole torch.add, and three at::empty_strided from C++
-// still 0.4-1.2x: the caching allocator, not Python, is most of it. So where the caller allows it (kernel(...)
-// called directly: a torch op's outputs must not alias each other), outputs small enough that the host cost
-// matters share one allocation, cut into tensors here without the dispatcher.
+// fusegen's launch path in C++: a Python extension whose `launch` takes a kernel's tensors straight from
+// Python, allocates the outputs where asked and calls the kernel's compiled TileLang program, in one C call.
+// Measured on the H200 host (perf/proto/native_cost.py), three outputs allocated from Python cost 1.5-2x a
+// whole torch.add, and three at::empty_strided from C++ still 0.4-1.2x: the caching allocator, not Python, is
+// most of it. So where the caller allows it (kernel(...) called directly: a torch op's outputs must not alias
+// each other), outputs small enough that the host cost matters share one allocation, cut into tensors here.
+// An extension function rather than a torch op: a dispatcher call from Python parses its arguments against
+// the schema and costs more than the rest of the launch (session 12: 5.1 us for a launch of a no-op program,
+// where the dispatcher's own no-op op costs 1.3).
 //
-// Only calls whose signature the Python launcher has already checked in full reach this op (runtime.py,
+// Only calls whose signature the Python launcher has already checked in full reach `launch` (runtime.py,
 // Launcher), as in TileLang's own generated host code; what depends on the addresses (alignment) is
-// checked per call, and a call that fails it gets no outputs back, for the launcher's checks to explain.
+// checked per call, and a call that fails it launches nothing and returns None, for the launcher's checks
+// to explain.
+#include <Python.h>
+
 #include <ATen/DLConvertor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/SmallVector.h>
-#include <torch/library.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
@@ -56,9 +63,10 @@ const Program& program_at(int64_t id) {
   return registry[id];
 }
 
-// Registers a program and the outputs it writes; returns the id `run` takes. `outputs` are
-// tensors of each output's dtype, shaped (0,) for an (m,) output and (0, width) for an (m, width) one.
-int64_t register_program(int64_t function, const std::vector<at::Tensor>& outputs, c10::IntArrayRef columns) {
+// Registers a program and the outputs it writes; returns the id `launch` takes. `outputs` are tensors of
+// each output's dtype, shaped (0,) for an (m,) output and (0, width) for an (m, width) one; `columns` says of
+// each whether it is column-major.
+int64_t register_program(int64_t function, c10::ArrayRef<at::Tensor> outputs, c10::ArrayRef<int64_t> columns) {
   TORCH_CHECK(outputs.size() == columns.size(), "fusegen_native: one layout per output");
   Program program{reinterpret_cast<TVMFFIObjectHandle>(function), {}};
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -178,26 +186,93 @@ void call(const Program& program, c10::ArrayRef<at::Tensor> tensors) {
   }
 }
 
-// Allocates the outputs on the inputs' device (sharing one allocation where `share` allows it), launches
-// and returns them; returns no tensors, launching nothing, where an input does not start on a
-// kAlignmentBytes boundary.
-std::vector<at::Tensor> run(int64_t id, bool share, const std::vector<at::Tensor>& inputs) {
-  for (const at::Tensor& input : inputs) {
-    if (reinterpret_cast<uintptr_t>(input.data_ptr()) % kAlignmentBytes != 0 && input.numel() != 0) {
-      return {};
-    }
+// What `launch` does with its tensors (fusegen.native.SEPARATE, SHARED, INTO).
+enum Mode : long { kSeparate = 0, kShared = 1, kInto = 2 };
+
+const at::Tensor& tensor_argument(PyObject* argument) {
+  TORCH_CHECK_TYPE(THPVariable_Check(argument), "fusegen_native.launch: expected a tensor, got ", Py_TYPE(argument)->tp_name);
+  return THPVariable_Unpack(argument);
+}
+
+int64_t integer_argument(PyObject* argument) {
+  const int64_t value = PyLong_AsLongLong(argument);
+  if (value == -1 && PyErr_Occurred()) {
+    throw python_error();
   }
-  const Program& program = program_at(id);
-  std::vector<at::Tensor> outputs = allocate(program, inputs[0].size(0), inputs[0].device(), share);
-  c10::SmallVector<at::Tensor, 12> tensors(inputs.begin(), inputs.end());
+  return value;
+}
+
+// register_program(function: int, outputs: sequence of tensors, columns: sequence of int) -> int
+PyObject* py_register_program(PyObject*, PyObject* const* args, Py_ssize_t count) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK(count == 3, "fusegen_native.register_program takes (function, outputs, columns)");
+  const int64_t function = integer_argument(args[0]);
+  std::vector<at::Tensor> outputs;
+  std::vector<int64_t> columns;
+  for (auto [sequence, index] : {std::pair{args[1], 0}, std::pair{args[2], 1}}) {
+    PyObject* items = PySequence_Fast(sequence, "fusegen_native.register_program: outputs and columns are sequences");
+    if (items == nullptr) {
+      throw python_error();
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(items, i);
+      if (index == 0) {
+        outputs.push_back(tensor_argument(item));
+      } else {
+        columns.push_back(integer_argument(item));
+      }
+    }
+    Py_DECREF(items);
+  }
+  return PyLong_FromLongLong(register_program(function, outputs, columns));
+  END_HANDLE_TH_ERRORS
+}
+
+// launch(program: int, mode: int, *tensors): kSeparate and kShared take the inputs, allocate the outputs
+// (sharing one allocation with kShared where they are small), launch and return the outputs as a tuple;
+// kInto takes the inputs and then the outputs, launches and returns True. Returns None, launching nothing,
+// where a tensor does not start on a kAlignmentBytes boundary.
+PyObject* py_launch(PyObject*, PyObject* const* args, Py_ssize_t count) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK(count >= 3, "fusegen_native.launch takes (program, mode, *tensors)");
+  const Program& program = program_at(integer_argument(args[0]));
+  const int64_t mode = integer_argument(args[1]);
+  c10::SmallVector<at::Tensor, 12> tensors;
+  for (Py_ssize_t i = 2; i < count; ++i) {
+    const at::Tensor& tensor = tensor_argument(args[i]);
+    if (reinterpret_cast<uintptr_t>(tensor.data_ptr()) % kAlignmentBytes != 0 && tensor.numel() != 0) {
+      Py_RETURN_NONE;
+    }
+    tensors.push_back(tensor);
+  }
+  if (mode == kInto) {
+    call(program, tensors);
+    Py_RETURN_TRUE;
+  }
+  std::vector<at::Tensor> outputs = allocate(program, tensors[0].size(0), tensors[0].device(), mode == kShared);
   tensors.append(outputs.begin(), outputs.end());
   call(program, tensors);
-  return outputs;
+  PyObject* result = PyTuple_New(static_cast<Py_ssize_t>(outputs.size()));
+  if (result == nullptr) {
+    throw python_error();
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    PyTuple_SET_ITEM(result, static_cast<Py_ssize_t>(i), THPVariable_Wrap(std::move(outputs[i])));
+  }
+  return result;
+  END_HANDLE_TH_ERRORS
 }
+
+PyMethodDef methods[] = {
+    {"register_program", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_register_program)), METH_FASTCALL, nullptr},
+    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_launch)), METH_FASTCALL, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_definition = {PyModuleDef_HEAD_INIT, "fusegen_native", nullptr, -1, methods};
 
 }  // namespace
 
-TORCH_LIBRARY(fusegen_native, library) {
-  library.def("register_program(int function, Tensor[] outputs, int[] columns) -> int", &register_program);
-  library.def("run(int program, bool share, Tensor[] inputs) -> Tensor[]", &run);
+PyMODINIT_FUNC PyInit_fusegen_native() {
+  return PyModule_Create(&module_definition);
 }

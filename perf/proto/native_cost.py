@@ -1,5 +1,6 @@
-"""Where kernel(...)'s host time goes on the C++ launch path (session 11): each piece of a call timed alone,
-in one run, against torch.add, at 8 tokens (fusegen.bench.per_call_us: median of rounds after warm-up).
+"""Where kernel(...)'s host time goes on the C++ launch path (sessions 11-12): each piece of a call timed
+alone, in one run, against torch.add, at 8 tokens (fusegen.bench.per_call_us: median of rounds after
+warm-up).
 
     python perf/proto/native_cost.py [KERNEL ...]"""
 
@@ -45,7 +46,7 @@ def measure(name, no_op, nop) -> None:
     executable = runtime.executable_of(launcher.compiled(TOKENS))
     program = native.register(executable, module.OUTPUTS)
     nop_program = native.register(nop, module.OUTPUTS)
-    run = native.run_op()
+    launch = native.launch()
     armed = launcher._armed[len(args), len(tensors), TOKENS]
     x = args[0]
     print(f"\n{name}, {TOKENS} tokens, {len(args)} inputs, {len(out)} outputs", flush=True)
@@ -54,10 +55,13 @@ def measure(name, no_op, nop) -> None:
     timed("outputs allocated in Python (runtime.allocate)", lambda: [runtime.allocate(s, TOKENS, x.device) for s in module.OUTPUTS], add)
     timed("no-op op, Python impl (dispatcher floor)", lambda: no_op(x), add)
     timed("tvm_ffi testing.nop(*tensors) from Python", lambda: nop(*tensors), add)
-    timed("native run, testing.nop (+ allocation)", lambda: run(nop_program, True, args), add)
+    timed("native launch, testing.nop, into outputs", lambda: launch(nop_program, native.INTO, *tensors), add)
+    timed("native launch, testing.nop (+ shared allocation)", lambda: launch(nop_program, native.SHARED, *args), add)
+    timed("native launch, testing.nop (+ separate allocations)", lambda: launch(nop_program, native.SEPARATE, *args), add)
     timed("raw program from Python (tvm_ffi converts)", lambda: executable(*tensors), add)
-    timed("native run, program", lambda: run(program, True, args), add)
-    timed("armed guards.check + aligned", lambda: armed.guards.check(*tensors) and runtime.aligned(tensors), add)
+    timed("native launch, program, into outputs", lambda: launch(program, native.INTO, *tensors), add)
+    timed("native launch, program (+ shared allocation)", lambda: launch(program, native.SHARED, *args), add)
+    timed("armed guards.check", lambda: armed.guards.check(*tensors), add)
     timed("kernel(out=)", lambda: module.kernel(*args, out=out), add)
     timed("kernel()", lambda: module.kernel(*args), add)
     timed("torch.add(x, x) again", lambda: torch.add(x, x), add)
