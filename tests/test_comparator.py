@@ -164,3 +164,63 @@ def test_a_one_step_tie_passes_at_any_magnitude_of_the_values():
     two_steps[1, 10] = torch.tensor(1.25).to(E4M3)
     with pytest.raises(AssertionError):
         checking.compare(MODULE, [two_steps, scale], [values.to(E4M3), scale.clone()], "float16", oracle)
+
+
+GROUPED = SimpleNamespace(OUTPUTS=[TensorSpec("q", FP8, ("m", 128)), TensorSpec("scale", torch.float32, ("m", 2))])
+BOUNDARY = 2.0**-10  # a ue8m0 scale: amax / 57344 lands on it for amax = 56
+
+
+def ue8m0(values: torch.Tensor):
+    """Codes and ue8m0 scales of 64-value groups, the reference's way (kernel and reference share it)."""
+    groups = values.view(values.shape[0], 2, 64)
+    scale = groups.abs().amax(dim=-1, keepdim=True) / torch.finfo(FP8).max
+    scale = ((scale.view(torch.int32) + 0x7FFFFF) & 0x7F800000).view(torch.float32)
+    return (groups * (1.0 / scale)).to(FP8).view(values.shape), scale.squeeze(-1)
+
+
+def scale_tie():
+    """Row 2's first group has amax 56 exactly (amax / 57344 = 2^-10, kept); the kernel's fp32 amax one ulp
+    above it rounds its scale up to 2^-9: a tie, where the kernel's codes are those of its own scale."""
+    values = torch.randn(4, 128, generator=seeded())
+    values[2, 5] = 56.0
+    kernel_values = values.clone()
+    kernel_values[2, 5] = torch.nextafter(torch.tensor(56.0), torch.tensor(57.0))
+    q, scale = ue8m0(kernel_values)
+    rq, rscale = ue8m0(values)
+    assert scale[2, 0] == 2 * rscale[2, 0] == 2 * BOUNDARY
+    return values, (q, scale), (rq, rscale)
+
+
+def oracle_of(values, exact_scale=None):
+    def rows_of(rows):
+        v = values[rows].double()
+        exact = v.view(len(rows), 2, 64).abs().amax(dim=-1) / torch.finfo(FP8).max
+        rounded = 2.0 ** torch.ceil(torch.log2(exact))
+        inverse = (1.0 / rounded.float()).double().repeat_interleave(64, dim=1)
+        unrounded = exact if exact_scale is None else exact_scale[rows]
+        return {"q_unrounded": (v.float().double() * inverse).float().double(), "scale_unrounded": unrounded, "quant_input": v}
+
+    return rows_of
+
+
+def test_ue8m0_scales_a_power_of_two_apart_at_a_tie_pass_with_the_codes_of_the_kernels_scale():
+    values, got, want = scale_tie()
+    with pytest.raises(AssertionError, match="scale"):
+        checking.compare(GROUPED, got, want, "float16")  # without the oracle nothing proves the tie
+    checking.compare(GROUPED, got, want, "float16", oracle_of(values))
+
+
+def test_ue8m0_scales_a_power_of_two_apart_away_from_a_tie_fail():
+    values, got, want = scale_tie()
+    exact = values.double().view(4, 2, 64).abs().amax(dim=-1) / torch.finfo(FP8).max
+    exact[2, 0] = BOUNDARY * 1.3  # the exact scale rounds up to 2^-9 without doubt
+    with pytest.raises(AssertionError, match="is not at the power of two between them"):
+        checking.compare(GROUPED, got, want, "float16", oracle_of(values, exact))
+
+
+def test_codes_of_a_tied_group_are_held_to_the_kernels_own_scale():
+    values, (q, scale), want = scale_tie()
+    q = q.clone()
+    q[2, :64] = want[0][2, :64]  # the reference's codes under the kernel's doubled scale: twice the values
+    with pytest.raises(AssertionError, match="Q·Scale"):
+        checking.compare(GROUPED, (q, scale), want, "float16", oracle_of(values))
