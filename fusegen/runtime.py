@@ -349,7 +349,8 @@ class Launcher:
         program = self.routes[self.route_index(tokens)][2]
         launch = self._launches.get(program)
         if launch is None:
-            launch = self._launches[program] = Launch(executable_of(self.compiled(tokens)), self.outputs)
+            compiled = self.compiled(tokens)
+            launch = self._launches[program] = Launch(executable_of(compiled), self.outputs, partial(native.kernel_of, compiled))
         return launch
 
     def run(self, *args):
@@ -451,13 +452,14 @@ class Launch:
     (fusegen.native: one C call allocates and launches) where it is available. `run_shared` is `run` for
     kernel(...) called directly, whose small outputs may share one allocation (a torch op's outputs must not
     alias each other; each output of kernel(...) is a view like those of torch.split). `run_out(*inputs,
-    *outputs)` launches into the caller's tensors and returns True, or None where one is misaligned."""
+    *outputs)` launches into the caller's tensors and returns True, or None where one is misaligned.
+    `kernel()` gives the C++ path the program's kernel function (native.kernel_of), asked only there."""
 
     __slots__ = ("run", "run_shared", "run_out")
 
-    def __init__(self, executable, outputs: tuple[TensorSpec, ...]):
+    def __init__(self, executable, outputs: tuple[TensorSpec, ...], kernel=lambda: None):
         if native.available():
-            program, launch = native.register(executable, outputs), native.launch()
+            program, launch = native.register(executable, outputs, kernel()), native.launch()
             self.run = partial(launch, program, native.SEPARATE)
             self.run_shared = partial(launch, program, native.SHARED)
             self.run_out = partial(launch, program, native.INTO)

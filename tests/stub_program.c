@@ -38,3 +38,15 @@ int __tvm_ffi_stub(void* self, const TVMFFIAny* args, int32_t count, TVMFFIAny* 
   result->type_index = kTVMFFINone;
   return 0;
 }
+
+// A stand-in for a program's kernel function, called with the arguments its host code would pack
+// (fusegen/native/kernel_call.py): records each data pointer, and each integer as if it were one.
+int __tvm_ffi_stub_kernel(void* self, const TVMFFIAny* args, int32_t count, TVMFFIAny* result) {
+  const int64_t call = stub_launches++ % STUB_CALLS;
+  stub_counts[call] = count;
+  for (int32_t i = 0; i < count && i < STUB_ARGS; ++i) {
+    stub_data[call][i] = args[i].type_index == kTVMFFIInt ? (void*)(intptr_t)args[i].v_int64 : args[i].v_ptr;
+  }
+  result->type_index = kTVMFFINone;
+  return 0;
+}

@@ -12,8 +12,9 @@ CALLS, ARGS = 64, 16  # STUB_CALLS, STUB_ARGS
 
 
 class StubProgram:
-    """`function` is what the launcher calls; `calls(since)` the data pointers of each call's arguments,
-    oldest first; `inputs` how many leading arguments it leaves unwritten."""
+    """`function` is what the launcher calls, `kernel` a kernel function the C++ path may call instead;
+    `calls(since)` the data pointers (a kernel function's integers too) of each call's arguments, oldest
+    first; `inputs` how many leading arguments `function` leaves unwritten."""
 
     def __init__(self, directory: Path):
         import tvm_ffi
@@ -22,7 +23,9 @@ class StubProgram:
         library = directory / "stub_program.so"
         include = tvm_ffi.libinfo.find_include_path()
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{include}", str(SOURCE), "-o", str(library)], check=True)
-        self.function = tvm_ffi.load_module(str(library))["stub"]
+        module = tvm_ffi.load_module(str(library))
+        self.function = module["stub"]
+        self.kernel = module["stub_kernel"]  # a kernel function: called with what the host code would pack
         self._symbols = ctypes.CDLL(str(library))  # the same loaded library: its globals are the program's
 
     def _global(self, kind, name):

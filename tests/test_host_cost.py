@@ -13,6 +13,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from fusegen import checking, native, runtime
 from fusegen.bench import per_call_us
+from fusegen.native.kernel_call import KernelCall
 from fusegen.runtime import KernelArgumentError, TensorSpec, allocate, strides_of
 
 TOKENS = 8
@@ -23,15 +24,20 @@ def stub_program(tmp_path_factory):
     return StubProgram(tmp_path_factory.mktemp("stub"))
 
 
-@pytest.fixture(params=["C++", "Python"])
+@pytest.fixture(params=["C++", "C++ kernel call", "Python"])
 def stubbed(request, monkeypatch, stub_program):
     """A fresh launcher of the fp8 example whose program records its launches (the data pointers of each
-    call's tensors, `launches()`), and whose ops count calls; on the C++ launch path, and on the Python one."""
-    if request.param == "C++":
+    call's tensors, `launches()`), and whose ops count calls; on the C++ launch path (calling the program, or
+    its kernel function with each tensor's data pointer in turn), and on the Python one."""
+    if request.param.startswith("C++"):
         assert native.available(), native.unavailable()
         stub_program.inputs = 4
         first = stub_program.launches
         monkeypatch.setattr(runtime, "executable_of", lambda compiled: stub_program.function)
+        tensors = 7  # the fp8 example's inputs and outputs
+        call = KernelCall("stub_kernel", tuple(range(tensors)), ((),) * tensors)
+        kernel = (stub_program.kernel, call) if request.param == "C++ kernel call" else None
+        monkeypatch.setattr(native, "kernel_of", lambda compiled: kernel)
 
         def launches():
             return stub_program.calls(since=first)
@@ -262,10 +268,11 @@ def test_the_cpp_launch_path_allocates_every_layout_as_the_kernel_writes_it(stub
     program = native.register(stub_program.function, OUTPUT_LAYOUTS)
     stub_program.inputs = 2
     inputs = (torch.randn(tokens, 4096), torch.randn(4096))
+    before = stub_program.launches
     results = native.launch()(program, native.SHARED if share else native.SEPARATE, *inputs)
     expected = [allocate(spec, tokens, "cpu") for spec in OUTPUT_LAYOUTS]
     assert [(r.shape, r.stride(), r.dtype) for r in results] == [(e.shape, e.stride(), e.dtype) for e in expected]
-    assert stub_program.calls()[-1] == tuple(t.data_ptr() for t in (*inputs, *results))
+    assert stub_program.calls(since=before) == [tuple(t.data_ptr() for t in (*inputs, *results))]
     for position, result in enumerate(results, start=len(inputs)):
         assert bool((_bytes(result) == position).all()), OUTPUT_LAYOUTS[position - len(inputs)].name
     spans = sorted((r.data_ptr(), r.data_ptr() + e.untyped_storage().nbytes()) for r, e in zip(results, expected))

@@ -1,5 +1,6 @@
 """The C++ launch path (launch.cpp): a Python extension whose `launch` allocates a kernel's outputs and calls
-its compiled program in one C call, built once per machine into the cache.
+its compiled program in one C call — the program's kernel function itself where kernel_call.py reads what
+the program's host code passes it — built once per machine into the cache.
 
 Why C++: on the H200 host a three-output kernel(...) sat at 2.5-2.8 × one `torch.add`, its outputs'
 allocation from Python alone at 1.5-2 × (BENCHMARKS.md, issue 15; perf/proto/native_cost.py); small outputs
@@ -23,6 +24,8 @@ import warnings
 from pathlib import Path
 
 import torch
+
+from .kernel_call import KernelCall, kernel_call
 
 SOURCE = Path(__file__).with_name("launch.cpp")
 LIBRARY_NAME = "fusegen_native.so"
@@ -133,17 +136,31 @@ def unavailable() -> str | None:
     return _failure
 
 
-def register(executable, outputs) -> int:
+def kernel_of(compiled):
+    """The kernel function of a compiled TileLang program and its KernelCall (kernel_call.py), for `register`;
+    None where its host code is not one kernel_call reads (the program is then called through it)."""
+    call = kernel_call(compiled.adapter.get_host_source() or "")
+    if call is None:
+        return None
+    module = compiled.adapter.get_exportable_executable()
+    if not hasattr(module, "get_function"):  # a runtime.Executable: the module it compiled to
+        module = module.jit()
+    return module.get_function(call.kernel, query_imports=True), call
+
+
+def register(executable, outputs, kernel=None) -> int:
     """Registers a compiled program's tvm_ffi entry and its outputs (runtime.TensorSpec, each (m,) or (m, n),
-    row or column layout) with the library; returns the id `launch` takes. Call only after available()
-    returned True."""
+    row or column layout) with the library; returns the id `launch` takes. `kernel` (kernel_of's answer) lets
+    launches call the program's kernel function directly. Call only after available() returned True."""
     templates, columns = [], []
     for spec in outputs:
         if spec.shape[0] != "m" or len(spec.shape) > 2:
             raise AssertionError(f"output '{spec.name}' is {spec.shape}: the C++ launch path sizes (m,) and (m, n) outputs")
         templates.append(torch.empty((0, *spec.shape[1:]), dtype=spec.dtype, device="meta"))
         columns.append(int(spec.layout == "column"))
-    return _extension.register_program(executable.__chandle__(), templates, columns)
+    function, call = kernel if kernel is not None else (None, KernelCall("", (), ()))
+    handle = function.__chandle__() if function is not None else 0
+    return _extension.register_program(executable.__chandle__(), templates, columns, handle, call.tensors, call.codes)
 
 
 def launch():
@@ -154,4 +171,4 @@ def launch():
     return _extension.launch
 
 
-__all__ = ["INTO", "SEPARATE", "SHARED", "available", "launch", "register", "unavailable"]
+__all__ = ["INTO", "SEPARATE", "SHARED", "available", "kernel_of", "launch", "register", "unavailable"]

@@ -25,6 +25,7 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -49,10 +50,67 @@ struct Output {
   bool column;    // (m, width) column-major, m padded to kTmaAlignmentBytes: runtime.column_strides
 };
 
+// The kernel launch of a program's host code (fusegen/native/kernel_call.py): the kernel function of its
+// CUDA module and what the host code passes it, slot by slot.
+struct KernelCall {
+  TVMFFIObjectHandle kernel;                // nullptr: the program is called through its host function
+  std::vector<int64_t> tensors;             // per slot: the tensor whose data pointer it takes, or -1
+  std::vector<std::vector<int64_t>> codes;  // per integer slot: its value from the token count (kernel_call.py)
+};
+
 struct Program {
   TVMFFIObjectHandle function;  // the program's tvm_ffi entry; a reference held for the process
   std::vector<Output> outputs;
+  KernelCall call;
 };
+
+// The stack program of kernel_call.compile_expression at `tokens`; kernel_call.evaluate is its twin.
+int64_t evaluate(const std::vector<int64_t>& codes, int64_t tokens) {
+  enum : int64_t { kPush, kTokens, kAdd, kSub, kMul, kDiv, kMod, kShr, kShl, kMin, kMax, kNeg, kLt, kLe, kGt, kGe, kEq, kNe, kSelect };
+  c10::SmallVector<int64_t, 8> stack;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const int64_t code = codes[i];
+    if (code == kPush) {
+      stack.push_back(codes[++i]);
+      continue;
+    }
+    if (code == kTokens) {
+      stack.push_back(tokens);
+      continue;
+    }
+    if (code == kNeg) {
+      stack.back() = -stack.back();
+      continue;
+    }
+    if (code == kSelect) {  // condition ? chosen : otherwise
+      const int64_t otherwise = stack.pop_back_val();
+      const int64_t chosen = stack.pop_back_val();
+      stack.back() = stack.back() != 0 ? chosen : otherwise;
+      continue;
+    }
+    const int64_t right = stack.pop_back_val();
+    int64_t& left = stack.back();
+    switch (code) {
+      case kAdd: left += right; break;
+      case kSub: left -= right; break;
+      case kMul: left *= right; break;
+      case kDiv: left /= right; break;
+      case kMod: left %= right; break;
+      case kShr: left >>= right; break;
+      case kShl: left <<= right; break;
+      case kMin: left = std::min(left, right); break;
+      case kMax: left = std::max(left, right); break;
+      case kLt: left = left < right; break;
+      case kLe: left = left <= right; break;
+      case kGt: left = left > right; break;
+      case kGe: left = left >= right; break;
+      case kEq: left = left == right; break;
+      case kNe: left = left != right; break;
+      default: TORCH_CHECK(false, "fusegen_native: opcode ", code);
+    }
+  }
+  return stack.back();
+}
 
 std::mutex registry_mutex;
 std::deque<Program> registry;  // a deque: a Program's address survives later registrations
@@ -66,15 +124,19 @@ const Program& program_at(int64_t id) {
 // Registers a program and the outputs it writes; returns the id `launch` takes. `outputs` are tensors of
 // each output's dtype, shaped (0,) for an (m,) output and (0, width) for an (m, width) one; `columns` says of
 // each whether it is column-major.
-int64_t register_program(int64_t function, c10::ArrayRef<at::Tensor> outputs, c10::ArrayRef<int64_t> columns) {
+int64_t register_program(int64_t function, c10::ArrayRef<at::Tensor> outputs, c10::ArrayRef<int64_t> columns, KernelCall call) {
   TORCH_CHECK(outputs.size() == columns.size(), "fusegen_native: one layout per output");
-  Program program{reinterpret_cast<TVMFFIObjectHandle>(function), {}};
+  TORCH_CHECK(call.tensors.size() == call.codes.size(), "fusegen_native: one code per kernel argument");
+  Program program{reinterpret_cast<TVMFFIObjectHandle>(function), {}, std::move(call)};
   for (size_t i = 0; i < outputs.size(); ++i) {
     const at::Tensor& like = outputs[i];
     TORCH_CHECK(like.dim() == 1 || like.dim() == 2, "fusegen_native: an output is (m,) or (m, width)");
     program.outputs.push_back({like.scalar_type(), like.dim() == 2 ? like.size(1) : -1, columns[i] != 0});
   }
   TVMFFIObjectIncRef(program.function);
+  if (program.call.kernel != nullptr) {
+    TVMFFIObjectIncRef(program.call.kernel);
+  }
   std::lock_guard<std::mutex> guard(registry_mutex);
   registry.push_back(std::move(program));
   return static_cast<int64_t>(registry.size()) - 1;
@@ -140,43 +202,75 @@ std::vector<at::Tensor> allocate(const Program& program, int64_t tokens, c10::De
   TORCH_CHECK(false, "fusegen_native: ", message);
 }
 
-// Calls the program on `tensors` (inputs, then outputs) on the current stream of their device. TileLang's
-// host code reads its stream from tvm_ffi's environment and selects the tensors' device without putting
-// the caller's back, so both are set around the call and the device restored after it.
+// The arguments the program's host code would pass its kernel function (Program::call) for `tensors`.
+c10::SmallVector<TVMFFIAny, 16> kernel_arguments(const KernelCall& call, c10::ArrayRef<at::Tensor> tensors) {
+  const int64_t tokens = tensors[0].size(0);
+  c10::SmallVector<TVMFFIAny, 16> args(call.tensors.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    args[i].zero_padding = 0;
+    if (call.tensors[i] >= 0) {
+      void* data = tensors[call.tensors[i]].data_ptr();
+      args[i].type_index = data != nullptr ? kTVMFFIOpaquePtr : kTVMFFINone;  // as the host code passes it
+      args[i].v_ptr = data;
+    } else {
+      args[i].type_index = kTVMFFIInt;
+      args[i].v_int64 = evaluate(call.codes[i], tokens);
+    }
+  }
+  return args;
+}
+
+// Calls the program on `tensors` (inputs, then outputs) on the current stream of their device: its kernel
+// function with the arguments its host code would pack, where Program::call has them, else its host function
+// with the tensors. Both read their stream from tvm_ffi's environment, so it is set around the call; the
+// host function also selects the tensors' device (and never puts the caller's back), the kernel function
+// launches on the current one: the device is set for the call where it differs, and restored after.
 void call(const Program& program, c10::ArrayRef<at::Tensor> tensors) {
   const size_t count = tensors.size();
   const c10::Device device = tensors[0].device();
   const DLDevice dl_device{device.is_cuda() ? kDLCUDA : kDLCPU, device.has_index() ? device.index() : 0};
-  c10::SmallVector<DLTensor, 12> views(count);
-  c10::SmallVector<TVMFFIAny, 12> args(count);
-  for (size_t i = 0; i < count; ++i) {
-    const at::Tensor& tensor = tensors[i];
-    views[i] = DLTensor{tensor.data_ptr(),
-                        dl_device,
-                        static_cast<int32_t>(tensor.dim()),
-                        at::getDLDataType(tensor),
-                        const_cast<int64_t*>(tensor.sizes().data()),
-                        const_cast<int64_t*>(tensor.strides().data()),
-                        0};
-    args[i].type_index = kTVMFFIDLTensorPtr;
-    args[i].zero_padding = 0;
-    args[i].v_ptr = &views[i];
+  c10::SmallVector<DLTensor, 12> views;
+  c10::SmallVector<TVMFFIAny, 16> args;
+  TVMFFIObjectHandle function = program.call.kernel;
+  if (function != nullptr) {
+    args = kernel_arguments(program.call, tensors);
+  } else {
+    function = program.function;
+    views.resize(count);
+    args.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      const at::Tensor& tensor = tensors[i];
+      views[i] = DLTensor{tensor.data_ptr(),
+                          dl_device,
+                          static_cast<int32_t>(tensor.dim()),
+                          at::getDLDataType(tensor),
+                          const_cast<int64_t*>(tensor.sizes().data()),
+                          const_cast<int64_t*>(tensor.strides().data()),
+                          0};
+      args[i].type_index = kTVMFFIDLTensorPtr;
+      args[i].zero_padding = 0;
+      args[i].v_ptr = &views[i];
+    }
   }
   TVMFFIAny result{};
   result.type_index = kTVMFFINone;
+  const int32_t arity = static_cast<int32_t>(args.size());
   int status = 0;
   if (device.is_cuda()) {
     const c10::impl::DeviceGuardImplInterface* guard = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
     const c10::Device previous = guard->getDevice();
+    if (previous != device) {
+      guard->setDevice(device);
+    }
     TVMFFIStreamHandle original = nullptr;
     TVMFFIEnvSetStream(kDLCUDA, dl_device.device_id, guard->getStream(device).native_handle(), &original);
-    status = TVMFFIFunctionGetCellPtr(program.function)->safe_call(program.function, args.data(), static_cast<int32_t>(count), &result);
+    status = TVMFFIFunctionGetCellPtr(function)->safe_call(function, args.data(), arity, &result);
     TVMFFIEnvSetStream(kDLCUDA, dl_device.device_id, original, nullptr);
     if (guard->getDevice() != previous) {
       guard->setDevice(previous);
     }
   } else {
-    status = TVMFFIFunctionGetCellPtr(program.function)->safe_call(program.function, args.data(), static_cast<int32_t>(count), &result);
+    status = TVMFFIFunctionGetCellPtr(function)->safe_call(function, args.data(), arity, &result);
   }
   if (status != 0) {
     raise_ffi_error();
@@ -202,29 +296,45 @@ int64_t integer_argument(PyObject* argument) {
   return value;
 }
 
-// register_program(function: int, outputs: sequence of tensors, columns: sequence of int) -> int
+// The items of a Python sequence, each converted by `item`.
+template <typename Item>
+std::vector<Item> sequence_argument(PyObject* sequence, Item (*item)(PyObject*)) {
+  PyObject* items = PySequence_Fast(sequence, "fusegen_native.register_program: expected a sequence");
+  if (items == nullptr) {
+    throw python_error();
+  }
+  std::vector<Item> values;
+  try {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); ++i) {
+      values.push_back(item(PySequence_Fast_GET_ITEM(items, i)));
+    }
+  } catch (...) {
+    Py_DECREF(items);
+    throw;
+  }
+  Py_DECREF(items);
+  return values;
+}
+
+at::Tensor tensor_item(PyObject* item) {
+  return tensor_argument(item);
+}
+
+std::vector<int64_t> integers_item(PyObject* item) {
+  return sequence_argument(item, integer_argument);
+}
+
+// register_program(function: int, outputs: sequence of tensors, columns: sequence of int, kernel: int,
+// kernel_tensors: sequence of int, kernel_codes: sequence of sequences of int) -> int; kernel 0 for none.
 PyObject* py_register_program(PyObject*, PyObject* const* args, Py_ssize_t count) {
   HANDLE_TH_ERRORS
-  TORCH_CHECK(count == 3, "fusegen_native.register_program takes (function, outputs, columns)");
-  const int64_t function = integer_argument(args[0]);
-  std::vector<at::Tensor> outputs;
-  std::vector<int64_t> columns;
-  for (auto [sequence, index] : {std::pair{args[1], 0}, std::pair{args[2], 1}}) {
-    PyObject* items = PySequence_Fast(sequence, "fusegen_native.register_program: outputs and columns are sequences");
-    if (items == nullptr) {
-      throw python_error();
-    }
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); ++i) {
-      PyObject* item = PySequence_Fast_GET_ITEM(items, i);
-      if (index == 0) {
-        outputs.push_back(tensor_argument(item));
-      } else {
-        columns.push_back(integer_argument(item));
-      }
-    }
-    Py_DECREF(items);
-  }
-  return PyLong_FromLongLong(register_program(function, outputs, columns));
+  TORCH_CHECK(count == 6, "fusegen_native.register_program takes (function, outputs, columns, kernel, kernel_tensors, kernel_codes)");
+  KernelCall call{reinterpret_cast<TVMFFIObjectHandle>(integer_argument(args[3])),
+                  sequence_argument(args[4], integer_argument),
+                  sequence_argument(args[5], integers_item)};
+  const int64_t id = register_program(
+      integer_argument(args[0]), sequence_argument(args[1], tensor_item), sequence_argument(args[2], integer_argument), std::move(call));
+  return PyLong_FromLongLong(id);
   END_HANDLE_TH_ERRORS
 }
 

@@ -43,8 +43,10 @@ def measure(name, no_op, nop) -> None:
     module.kernel(*args)
     module.kernel(*args, out=out)
     launcher = module.launcher
-    executable = runtime.executable_of(launcher.compiled(TOKENS))
-    program = native.register(executable, module.OUTPUTS)
+    compiled = launcher.compiled(TOKENS)
+    executable = runtime.executable_of(compiled)
+    program = native.register(executable, module.OUTPUTS)  # through the program's host function
+    direct = native.register(executable, module.OUTPUTS, native.kernel_of(compiled))  # its kernel function
     nop_program = native.register(nop, module.OUTPUTS)
     launch = native.launch()
     armed = launcher._armed[len(args), len(tensors), TOKENS]
@@ -59,8 +61,10 @@ def measure(name, no_op, nop) -> None:
     timed("native launch, testing.nop (+ shared allocation)", lambda: launch(nop_program, native.SHARED, *args), add)
     timed("native launch, testing.nop (+ separate allocations)", lambda: launch(nop_program, native.SEPARATE, *args), add)
     timed("raw program from Python (tvm_ffi converts)", lambda: executable(*tensors), add)
-    timed("native launch, program, into outputs", lambda: launch(program, native.INTO, *tensors), add)
-    timed("native launch, program (+ shared allocation)", lambda: launch(program, native.SHARED, *args), add)
+    timed("native launch, host function, into outputs", lambda: launch(program, native.INTO, *tensors), add)
+    timed("native launch, kernel function, into outputs", lambda: launch(direct, native.INTO, *tensors), add)
+    timed("native launch, host function (+ shared allocation)", lambda: launch(program, native.SHARED, *args), add)
+    timed("native launch, kernel function (+ shared allocation)", lambda: launch(direct, native.SHARED, *args), add)
     timed("armed guards.check", lambda: armed.guards.check(*tensors), add)
     timed("kernel(out=)", lambda: module.kernel(*args, out=out), add)
     timed("kernel()", lambda: module.kernel(*args), add)
