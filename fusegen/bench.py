@@ -105,6 +105,28 @@ def per_call_us(call, calls: int = 2000, rounds: int = 7, warmup: int = 200, syn
     return statistics.median(samples)
 
 
+def per_call_us_together(calls: dict, per_round: int = 2000, rounds: int = 15, warmup: int = 200, synchronize=lambda: None) -> dict:
+    """per_call_us of several calls measured in turn: each round times every call (`per_round` back-to-back
+    calls each, the order rotated by one per round so that none always follows the same one), and each
+    call's figure is its median over the rounds. A host whose speed drifts (the H200 host's torch.add
+    ranged 6.4-9.7 µs within one run) then slows every call of a round alike, so their ratios hold."""
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+    names = list(calls)
+    samples: dict = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            call = calls[name]
+            synchronize()
+            start = time.perf_counter()
+            for _ in range(per_round):
+                call()
+            samples[name].append((time.perf_counter() - start) / per_round * 1e6)
+    synchronize()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def host_per_call(fn, arg_sets) -> float:
     """Host microseconds per call of `fn` on the first input set (what a server without graphs pays)."""
     import torch
@@ -115,7 +137,8 @@ def host_per_call(fn, arg_sets) -> float:
 
 def host_cost(module, tokens: int) -> HostCost:
     """Host µs per call at `tokens` of kernel(...) allocating its outputs, kernel(..., out=...), the compiled
-    program called directly (the floor under both), and torch.add(x, x) on the same device, in one run."""
+    program called from Python through tvm_ffi (TileLang's own way in), and torch.add(x, x) on the same
+    device, measured in turn (per_call_us_together)."""
     import torch
 
     from .checking import poisoned_outputs, random_inputs
@@ -131,9 +154,7 @@ def host_cost(module, tokens: int) -> HostCost:
         "program_us": lambda: program(*args, *out),
         "add_us": lambda: torch.add(x, x),
     }
-    return HostCost(
-        module.launcher.name, tokens, **{field: per_call_us(call, synchronize=torch.cuda.synchronize) for field, call in calls.items()}
-    )
+    return HostCost(module.launcher.name, tokens, **per_call_us_together(calls, synchronize=torch.cuda.synchronize))
 
 
 def copy_ceiling(reps: int = 30) -> float:

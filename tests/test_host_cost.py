@@ -221,6 +221,31 @@ def test_per_call_us_is_the_median_of_rounds_after_warmup(monkeypatch):
     assert len(synchronized) == 4  # before each round, and after the last
 
 
+def test_calls_timed_together_take_turns_and_each_gets_the_median_of_its_rounds(monkeypatch):
+    from fusegen.bench import per_call_us_together
+
+    order, synchronized = [], []
+    # µs per call of each timed stretch of 1000 calls, in the order they run: a b, b a, a b.
+    round_us = iter([5, 7, 1, 3, 2, 4])
+    ticks = []
+
+    def clock():
+        if len(ticks) % 2 == 0:
+            ticks.append(0.0)
+            return 0.0
+        ticks.append(next(round_us) * 1e-3)
+        return ticks[-1]
+
+    monkeypatch.setattr("fusegen.bench.time.perf_counter", clock)
+    us = per_call_us_together(
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")}, per_round=1000, rounds=3, warmup=5, synchronize=lambda: synchronized.append(1)
+    )
+    rounds = [order[10 + 1000 * i] for i in range(6)]
+    assert rounds == ["a", "b", "b", "a", "a", "b"]  # the order rotates each round
+    assert us == {"a": pytest.approx(3.0), "b": pytest.approx(4.0)}  # a: 5, 3, 2 µs; b: 7, 1, 4 µs
+    assert len(order) == 10 + 6 * 1000 and len(synchronized) == 7
+
+
 def test_bench_host_cost_times_each_call_into_its_field(monkeypatch):
     """The timing needs a GPU; what is checked here is which call each field of HostCost measures."""
     from types import SimpleNamespace
@@ -237,8 +262,12 @@ def test_bench_host_cost_times_each_call_into_its_field(monkeypatch):
     monkeypatch.setattr(checking, "poisoned_outputs", lambda module, tokens: [x])
     monkeypatch.setattr(runtime, "executable_of", lambda compiled: lambda *tensors: timed.append(f"program of {compiled}"))
     monkeypatch.setattr(torch, "add", lambda a, b: timed.append("torch.add"))
-    microseconds = iter([4.0, 3.0, 2.0, 1.0])
-    monkeypatch.setattr(bench, "per_call_us", lambda call, synchronize: call() or next(microseconds))
+    microseconds = {"kernel_us": 4.0, "kernel_out_us": 3.0, "program_us": 2.0, "add_us": 1.0}
+
+    def together(calls, synchronize):
+        return {field: calls[field]() or microseconds[field] for field in calls}
+
+    monkeypatch.setattr(bench, "per_call_us_together", together)
     cost = bench.host_cost(module, TOKENS)
     assert timed == ["kernel()", "kernel(out=)", "program of compiled", "torch.add"]
     assert (cost.kernel, cost.tokens, cost.kernel_us, cost.kernel_out_us, cost.program_us, cost.add_us) == ("k", TOKENS, 4.0, 3.0, 2.0, 1.0)

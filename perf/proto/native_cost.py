@@ -1,6 +1,6 @@
 """Where kernel(...)'s host time goes on the C++ launch path (sessions 11-12): each piece of a call timed
-alone, in one run, against torch.add, at 8 tokens (fusegen.bench.per_call_us: median of rounds after
-warm-up).
+against torch.add at 8 tokens, all in turn (fusegen.bench.per_call_us_together: rounds that time every
+call, medians).
 
     python perf/proto/native_cost.py [KERNEL ...]"""
 
@@ -14,15 +14,9 @@ import tvm_ffi
 import tvm_ffi.testing  # noqa: F401  (registers testing.nop)
 
 from fusegen import checking, native, runtime
-from fusegen.bench import per_call_us
+from fusegen.bench import per_call_us_together
 
 TOKENS = 8
-
-
-def timed(label, call, add=None):
-    us = per_call_us(call, synchronize=torch.cuda.synchronize)
-    print(f"  {label:<52} {us:7.2f} µs" + (f"  {us / add:5.2f}× add" if add else ""), flush=True)
-    return us
 
 
 def main(names) -> None:
@@ -51,24 +45,29 @@ def measure(name, no_op, nop) -> None:
     launch = native.launch()
     armed = launcher._armed[len(args), len(tensors), TOKENS]
     x = args[0]
-    print(f"\n{name}, {TOKENS} tokens, {len(args)} inputs, {len(out)} outputs", flush=True)
-    add = timed("torch.add(x, x)", lambda: torch.add(x, x))
-    timed("torch.empty_like(x)", lambda: torch.empty_like(x), add)
-    timed("outputs allocated in Python (runtime.allocate)", lambda: [runtime.allocate(s, TOKENS, x.device) for s in module.OUTPUTS], add)
-    timed("no-op op, Python impl (dispatcher floor)", lambda: no_op(x), add)
-    timed("tvm_ffi testing.nop(*tensors) from Python", lambda: nop(*tensors), add)
-    timed("native launch, testing.nop, into outputs", lambda: launch(nop_program, native.INTO, *tensors), add)
-    timed("native launch, testing.nop (+ shared allocation)", lambda: launch(nop_program, native.SHARED, *args), add)
-    timed("native launch, testing.nop (+ separate allocations)", lambda: launch(nop_program, native.SEPARATE, *args), add)
-    timed("raw program from Python (tvm_ffi converts)", lambda: executable(*tensors), add)
-    timed("native launch, host function, into outputs", lambda: launch(program, native.INTO, *tensors), add)
-    timed("native launch, kernel function, into outputs", lambda: launch(direct, native.INTO, *tensors), add)
-    timed("native launch, host function (+ shared allocation)", lambda: launch(program, native.SHARED, *args), add)
-    timed("native launch, kernel function (+ shared allocation)", lambda: launch(direct, native.SHARED, *args), add)
-    timed("armed guards.check", lambda: armed.guards.check(*tensors), add)
-    timed("kernel(out=)", lambda: module.kernel(*args, out=out), add)
-    timed("kernel()", lambda: module.kernel(*args), add)
-    timed("torch.add(x, x) again", lambda: torch.add(x, x), add)
+    calls = {
+        "torch.add(x, x)": lambda: torch.add(x, x),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
+        "outputs allocated in Python (runtime.allocate)": lambda: [runtime.allocate(s, TOKENS, x.device) for s in module.OUTPUTS],
+        "no-op op, Python impl (dispatcher floor)": lambda: no_op(x),
+        "tvm_ffi testing.nop(*tensors) from Python": lambda: nop(*tensors),
+        "native launch, testing.nop, into outputs": lambda: launch(nop_program, native.INTO, *tensors),
+        "native launch, testing.nop (+ shared allocation)": lambda: launch(nop_program, native.SHARED, *args),
+        "native launch, testing.nop (+ separate allocations)": lambda: launch(nop_program, native.SEPARATE, *args),
+        "raw program from Python (tvm_ffi converts)": lambda: executable(*tensors),
+        "native launch, host function, into outputs": lambda: launch(program, native.INTO, *tensors),
+        "native launch, kernel function, into outputs": lambda: launch(direct, native.INTO, *tensors),
+        "native launch, host function (+ shared allocation)": lambda: launch(program, native.SHARED, *args),
+        "native launch, kernel function (+ shared allocation)": lambda: launch(direct, native.SHARED, *args),
+        "armed guards.check": lambda: armed.guards.check(*tensors),
+        "kernel(out=)": lambda: module.kernel(*args, out=out),
+        "kernel()": lambda: module.kernel(*args),
+    }
+    us = per_call_us_together(calls, synchronize=torch.cuda.synchronize)
+    print(f"\n{name}, {TOKENS} tokens, {len(args)} inputs, {len(out)} outputs (µs per call, all timed in turn)", flush=True)
+    add = us["torch.add(x, x)"]
+    for label, value in us.items():
+        print(f"  {label:<56} {value:7.2f} µs  {value / add:5.2f}× add", flush=True)
 
 
 if __name__ == "__main__":
