@@ -79,9 +79,7 @@ def steps(module, args, out) -> dict[str, tuple]:
         ),
         "alignment (out=)": (lambda: runtime.aligned(tensors), None),  # now inside the C++ launch
         "allocate outputs and launch": (
-            lambda: program(
-                *args, *[torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype in empties]
-            ),
+            lambda: program(*args, *[torch.empty_strided(shape, strides, dtype=dtype, device=device) for shape, strides, dtype in empties]),
             lambda: armed.launch.run(*args),
         ),
     }
