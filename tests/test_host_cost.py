@@ -238,7 +238,11 @@ def test_calls_timed_together_take_turns_and_each_gets_the_median_of_its_rounds(
 
     monkeypatch.setattr("fusegen.bench.time.perf_counter", clock)
     us = per_call_us_together(
-        {"a": lambda: order.append("a"), "b": lambda: order.append("b")}, per_round=1000, rounds=3, warmup=5, synchronize=lambda: synchronized.append(1)
+        {"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+        per_round=1000,
+        rounds=3,
+        warmup=5,
+        synchronize=lambda: synchronized.append(1),
     )
     rounds = [order[10 + 1000 * i] for i in range(6)]
     assert rounds == ["a", "b", "b", "a", "a", "b"]  # the order rotates each round
