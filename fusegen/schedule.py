@@ -95,9 +95,6 @@ def _row_schedule(
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
-                    # Measured (NOTES.md step 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast
-                    # as 256 × 8-byte, and the RoPE and LayerNorm chains 25–40 % slower; tuning may still pick them.
-                    not _power_of_two(threads),
                     # Padding costs registers and idle lanes, not DRAM bytes (masked): up to an eighth of the
                     # row is worth paying for 16-byte accesses, which come next, however many values per
                     # thread they take (up to the hard limit). Hidden 5120 RMSNorm → RoPE → FP8 g128 ran at
@@ -107,6 +104,13 @@ def _row_schedule(
                     padded - n > n // MAX_PADDING_SHARE,
                     vector * elem < 16,
                     padded - n,
+                    # Among equally padded candidates, whole warps in powers of two. Measured (NOTES.md step
+                    # 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast as 256 × 8-byte, and the
+                    # RoPE and LayerNorm chains 25–40 % slower. A row only a padded power of two covers goes to
+                    # a count that covers it whole (issue 16, session 12's full tune: LayerNorm 3840 on 96
+                    # threads 62.9 µs at 16384 tokens against 75.3 on 128 padded to 4096, and 160 threads at 8
+                    # and 256 tokens; docs/bench/tune/tune-s12-check.json).
+                    not _power_of_two(threads),
                     # Wide rows: a block size that leaves room for only one block per SM starves it (MLA q_b,
                     # 24576 bf16 columns: 1024 threads 0.80 × copy, 768 0.80, both one block per SM; 512 and
                     # 384 threads with a launch bound of two 0.98 and 0.99; docs/bench/sweep/ab.md).
