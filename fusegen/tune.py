@@ -135,10 +135,13 @@ QUICK_CANDIDATES = 8
 def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
     first: 16-byte accesses; one row per block (two or four rows per block ran 1.2–2× slower at 4096 and
-    7168); 24–64 values per thread (fewer ran 1.05–2× slower); a power-of-two block; for stream, about 32 KB
-    of rows in flight per SM and 128 threads (every stream winner had both); for fragment, the planner's
-    launch bound (one block or two: bounds past that are _tight_bounds' to pick); then prefetch on and the
-    values per thread nearest 32."""
+    7168); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
+    per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
+    block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
+    power-of-two block, prefetch on. Values per thread before powers of two: a fresh full tune of three
+    sweep specs (session 12) was won by 384, 160 and 96 threads where quick had timed only powers of two,
+    and replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets
+    and one within 2 % in 96 % (powers of two first: 77 % and 91 %; docs/bench/tune/quick-check-s12.md)."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
@@ -146,10 +149,10 @@ def rank_key(p: Plan) -> tuple:
         s.vector_bytes < 16,
         s.block_m > 1,
         not 24 <= s.elems_per_thread <= 64,
-        s.threads & (s.threads - 1) != 0,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
         abs(math.log2(s.elems_per_thread / 32)),
+        s.threads & (s.threads - 1) != 0,
         not s.joint_reduction,
         not s.prefetch,
         s.threads,
