@@ -1,5 +1,8 @@
 // fusegen's launch path in C++: a Python extension whose `launch` takes a kernel's tensors straight from
-// Python, allocates the outputs where asked and calls the kernel's compiled TileLang program, in one C call.
+// Python, allocates the outputs where asked and launches the kernel's compiled TileLang program, in one C
+// call: through the program's CUDA kernel function with the arguments its host code would pack, where
+// fusegen/native/kernel_call.py reads them (0.4-1.5 us a call less on the H200 host), else through the
+// program's host function.
 // Measured on the H200 host (perf/proto/native_cost.py), three outputs allocated from Python cost 1.5-2x a
 // whole torch.add, and three at::empty_strided from C++ still 0.4-1.2x: the caching allocator, not Python, is
 // most of it. So where the caller allows it (kernel(...) called directly: a torch op's outputs must not alias
