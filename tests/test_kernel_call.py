@@ -6,6 +6,7 @@ uncached compiles); the expressions must mean what the C text means."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import torch
@@ -123,3 +124,22 @@ def test_the_cpp_launch_path_calls_the_kernel_function_with_what_the_host_code_p
         x, w = torch.randn(tokens, 64), torch.randn(64)
         (y,) = native.launch()(program, native.SEPARATE, x, w)
         assert stub.calls()[-1] == (y.data_ptr(), x.data_ptr(), tokens, w.data_ptr(), (tokens + 3) >> 2, 256)
+
+
+def test_host_code_of_another_shape_keeps_the_host_function(scratch):
+    """A second kernel launch, an argument of a kind the reading does not take (here a float), or a pointer
+    that is no tensor's data: no KernelCall, so the program is called through its host function."""
+    launcher, [compiled] = programs_of("rms_fp16_4096", scratch)
+    source = compiled.adapter.get_host_source()
+    call = kernel_call(source)
+    assert call is not None
+    kernel_launch = re.search(r"  if \(TVMFFIFunctionCall\(\w+_kernel_packed.*\n(?:.*\n){2}", source)
+    assert kernel_call(source.replace(kernel_launch[0], kernel_launch[0] * 2, 1)) is None
+    integer = call.tensors.index(-1)
+    as_float = source.replace(
+        f"(((TVMFFIAny*)stack_ffi_any)[{integer}].type_index) = 1;", f"(((TVMFFIAny*)stack_ffi_any)[{integer}].type_index) = 3;"
+    )
+    assert as_float != source and kernel_call(as_float) is None
+    pointer = re.search(r"\[0\]\.v_ptr\) = (\w+);", source)[1]
+    elsewhere = source.replace(f"[0].v_ptr) = {pointer};", "[0].v_ptr) = stack_ffi_any;")
+    assert kernel_call(elsewhere) is None

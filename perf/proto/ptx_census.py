@@ -1,9 +1,10 @@
 """What the sweep's kernels ask of an SM, read off their code on the CPU (no GPU): for the program each
-sweep spec runs at its sweep count, the PTX instructions a thread executes per row value, the registers
+sweep spec runs at its sweep count, the SASS instructions a thread executes per row value (static: the
+cubin's code size; PTX beside it, which overstated them — NOTES.md step 24), the registers
 ptxas allots, the blocks and row bytes an SM can hold, and the warp instructions per ledger byte — set
 against the × copy each spec measured (docs/bench/sweep/bench.json), with Spearman's rank correlation of
 each, and the issue ceiling: the × copy at which the H200's schedulers, issuing one warp instruction a
-cycle each, would be busy all the time (PTX counts stand in for SASS). Question (issue 16): which of these
+cycle each, would be busy all the time. Question (issue 16): which of these
 predicts the slow specs, and which of those are bound by instructions rather than by bytes in flight?
 
     fusegen build perf/sweep --out BUILD --tuning EMPTY.json      # an empty table: the planner's schedules
@@ -27,13 +28,17 @@ ROOT = Path(__file__).resolve().parents[2]
 TILELANG = Path(tilelang.__file__).parent
 INCLUDES = [f"-I{TILELANG / 'src'}", f"-I{TILELANG / '3rdparty' / 'cutlass' / 'include'}"]
 INSTRUCTION = re.compile(r"^\s+(?:@%p\d+\s+)?[a-z][a-z0-9_.]*")  # an instruction line, inline asm included
+TEXT_SECTION = re.compile(r"\.text\.\S+\s+PROGBITS\s+\S+\s+\S+\s+(\S+)")  # readelf -S -W: a kernel's code, its size
+SASS_BYTES = 16  # one Hopper SASS instruction
 SM_REGISTERS, SM_THREADS, SM_BLOCKS = 65536, 2048, 32
 # Warp instructions the H200 can issue per second: 132 SMs × 4 schedulers × 1.98 GHz (boost clock).
 ISSUE_PER_SECOND = 132 * 4 * 1.98e9
 
 
-def compiled(source: str) -> tuple[int, int]:
-    """(PTX instructions, registers) of one program's CUDA."""
+def compiled(source: str) -> tuple[int, int, int]:
+    """(PTX instructions, SASS instructions, registers) of one program's CUDA. SASS counts the cubin's code:
+    a kernel's .text section over 16 bytes an instruction (Hopper's encoding); this machine has no
+    cuobjdump."""
     with tempfile.TemporaryDirectory() as scratch:
         cu = Path(scratch) / "k.cu"
         cu.write_text(source)
@@ -46,8 +51,10 @@ def compiled(source: str) -> tuple[int, int]:
             capture_output=True,
             text=True,
         )
+        sections = subprocess.run(["readelf", "-S", "-W", str(cu.with_suffix(".cubin"))], check=True, capture_output=True, text=True).stdout
     registers = int(re.search(r"Used (\d+) registers", done.stderr).group(1))
-    return sum(1 for line in ptx if INSTRUCTION.match(line)), registers
+    sass = sum(int(size, 16) for size in TEXT_SECTION.findall(sections)) // SASS_BYTES
+    return sum(1 for line in ptx if INSTRUCTION.match(line)), sass, registers
 
 
 def spearman(xs: list[float], ys: list[float]) -> float:
@@ -78,7 +85,7 @@ def main(build: Path, bench: Path) -> None:
         tokens = sweep_tokens(plan["hidden"])
         route = next(r for r in plan["routes"] if r["first_tokens"] <= tokens and (r["last_tokens"] or tokens) >= tokens)
         source = program_sources((directory / "kernel.cu").read_text())[plan_program(plan, plan["routes"].index(route))]
-        instructions, registers = compiled(source)
+        ptx_instructions, instructions, registers = compiled(source)
         schedule = route["schedule"]
         threads, values, rows_per_block = schedule["threads"], schedule["elems_per_thread"], schedule["block_m"]
         blocks = min(SM_REGISTERS // (registers * threads), SM_THREADS // threads, SM_BLOCKS)
@@ -89,6 +96,7 @@ def main(build: Path, bench: Path) -> None:
             {
                 "kernel": plan["name"],
                 "schedule": f"{schedule['variant']} {threads}×{values}",
+                "ptx_instructions_per_value": ptx_instructions / values,
                 "instructions_per_value": instructions / values,
                 "registers": registers,
                 "blocks_per_sm": blocks,
@@ -104,18 +112,27 @@ def main(build: Path, bench: Path) -> None:
         )
     judged = sorted((r for r in rows if r["x_copy"] is not None), key=lambda r: r["x_copy"])
     print(
-        f"{len(judged)} sweep specs, × copy from {bench} (copy {data['copy_tb_per_s']:.2f} TB/s); PTX of the program at the sweep count\n"
+        f"{len(judged)} sweep specs, × copy from {bench} (copy {data['copy_tb_per_s']:.2f} TB/s); SASS (static, .text size) "
+        "of the program at the sweep count, PTX beside it\n"
     )
-    for key in ("warp_instructions_per_byte", "instructions_per_value", "row_kb_per_sm", "blocks_per_sm", "registers"):
+    for key in (
+        "warp_instructions_per_byte",
+        "instructions_per_value",
+        "ptx_instructions_per_value",
+        "row_kb_per_sm",
+        "blocks_per_sm",
+        "registers",
+    ):
         print(f"- Spearman(× copy, {key}) = {spearman([r['x_copy'] for r in judged], [r[key] for r in judged]):+.2f}")
     print(
-        "\n| spec | × copy | issue ceiling | × copy / ceiling | warp instr / byte | instr / value | registers | blocks / SM | row KB / SM | program |"
+        "\n| spec | × copy | issue ceiling | × copy / ceiling | warp instr / byte | SASS instr / value | PTX instr / value | registers | blocks / SM | row KB / SM | program |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in judged:
         print(
             f"| {r['kernel']} | {r['x_copy']:.2f} | {r['issue_ceiling']:.2f} | {r['x_copy'] / r['issue_ceiling']:.2f} | "
-            f"{r['warp_instructions_per_byte']:.3f} | {r['instructions_per_value']:.1f} | {r['registers']} | {r['blocks_per_sm']} | "
+            f"{r['warp_instructions_per_byte']:.3f} | {r['instructions_per_value']:.1f} | {r['ptx_instructions_per_value']:.1f} | "
+            f"{r['registers']} | {r['blocks_per_sm']} | "
             f"{r['row_kb_per_sm']:.0f} | {r['schedule']} |"
         )
 
