@@ -186,7 +186,7 @@ def kernel_call(host_source: str) -> KernelCall | None:
     pointers = {pointer: positions[handle_name] for pointer, handle_name in _DATA.findall(host_source) if handle_name in positions}
     # The kernel's arguments are the slot assignments after the last call before it (the device selection).
     body = host_source[: host_source.index(f"TVMFFIFunctionCall({handle}_packed")]
-    body = body[body.rindex("TVMFFIFunctionCall(") :]
+    body = body[max(body.rfind("TVMFFIFunctionCall("), 0) :]
     slots: dict[int, dict[str, str]] = {}
     for line in body.splitlines():
         if match := _SLOT.match(line):
