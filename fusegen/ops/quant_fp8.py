@@ -401,6 +401,14 @@ class Fp8Codes:
         assert mismatch <= MAX_CODE_MISMATCH, f"{name}: {mismatch:.2e} of fp8 codes differ from the reference, not at a rounding tie"
 
 
+def documented_quotient(v, scales, group: int, fp8_max: float):
+    """v / scale as the kernel computes it, exactly (float64): the scale and its reciprocal rounded to fp32,
+    their product with the fp32 value rounded to fp32 (exact in float64: 24 + 24 bits), clamped to fp8_max;
+    the fp8 code is the one nearest to that. `scales` holds one per `group` columns."""
+    inverse = (1.0 / scales.float().double()).float().double().repeat_interleave(group, dim=1)
+    return (v.float().double() * inverse).float().double().clamp(-fp8_max, fp8_max)
+
+
 def _requantized(q, scale, rq, rscale, ties, oracle_rows):
     """The reference's codes, scales and oracle where the scales are a proven tie (_scale_ties): those groups
     quantised the oracle's way with the kernel's scale, so that the kernel's codes there are held to the
@@ -409,11 +417,9 @@ def _requantized(q, scale, rq, rscale, ties, oracle_rows):
 
     rows = ties.any(dim=1).nonzero()[:, 0]
     oracle = oracle_rows(rows.cpu())
-    scale32 = scale[rows].double().cpu()
-    inverse = (1.0 / scale32).float().double().repeat_interleave(q.shape[1] // scale.shape[1], dim=1)
-    fp8_max = torch.finfo(q.dtype).max
-    unrounded = (oracle["quant_input"].float().double() * inverse).float().double().clamp(-fp8_max, fp8_max)
-    tied = ties[rows].repeat_interleave(q.shape[1] // scale.shape[1], dim=1)
+    group = q.shape[1] // scale.shape[1]
+    unrounded = documented_quotient(oracle["quant_input"], scale[rows].double().cpu(), group, torch.finfo(q.dtype).max)
+    tied = ties[rows].repeat_interleave(group, dim=1)
     rq, rscale = rq.clone(), torch.where(ties, scale, rscale)
     rq[rows] = torch.where(tied, unrounded.to(q.device).float().to(q.dtype), rq[rows])
     requantized = torch.where(tied.cpu(), unrounded, oracle["q_unrounded"])
@@ -519,11 +525,7 @@ class QuantFP8(Op[QuantFP8Spec]):
             if op["scale"] == "ue8m0":
                 scale = v.new_tensor([2.0 ** math.ceil(math.log2(s)) for s in scale.tolist()])
             scales[:, k] = scale
-        # The documented quotient: the scale and its reciprocal rounded to fp32, their product with the fp32
-        # value rounded to fp32 (exact in float64: 24 + 24 bits), then the fp8 code nearest to that.
-        scale32 = scales.float().double()
-        inverse = (1.0 / scale32).float().double().repeat_interleave(g, dim=1)
-        unrounded = (v.float().double() * inverse).float().double().clamp(-fp8_max, fp8_max)
+        unrounded = documented_quotient(v, scales, g, fp8_max)
         return v, {"scale": scales, "q_unrounded": unrounded, "scale_unrounded": unrounded_scales, "quant_input": v}
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
