@@ -473,24 +473,28 @@ def _run_in_python(executable, outputs: tuple[TensorSpec, ...], *args) -> tuple[
         return None
     tokens, device = args[0].shape[0], args[0].device
     results = tuple(allocate(spec, tokens, device) for spec in outputs)
-    _run_out_in_python(executable, *args, *results)
+    _call_on_device(executable, (*args, *results))
     return results
 
 
 def _run_out_in_python(executable, *tensors) -> bool | None:
+    if not aligned(tensors):
+        return None
+    _call_on_device(executable, tensors)
+    return True
+
+
+def _call_on_device(executable, tensors) -> None:
     """Runs the executable on the tensors' device and leaves the caller's current device as it was: the
     program's host code selects the tensors' device itself (TVM's __tvm_set_device) and never restores it.
     torch._C._cuda_getDevice is torch.cuda.current_device without its Python lazy-init frames; the tensors
     are on CUDA, so CUDA is initialised."""
-    if not aligned(tensors):
-        return None
     device_index = tensors[0].device.index
     if device_index == torch._C._cuda_getDevice():
         executable(*tensors)
     else:  # switching devices costs microseconds per call, so only when needed
         with torch.cuda.device(device_index):
             executable(*tensors)
-    return True
 
 
 def executable_of(compiled):
