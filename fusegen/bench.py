@@ -92,17 +92,7 @@ def per_call_us(call, calls: int = 2000, rounds: int = 7, warmup: int = 200, syn
     """Host microseconds per call: the median over `rounds` of the wall clock of `calls` back-to-back calls,
     after `warmup` calls. `synchronize` (torch.cuda.synchronize on a GPU) empties the queue before each
     round and stays outside the clock, so a round measures what issuing the calls costs the host."""
-    for _ in range(warmup):
-        call()
-    samples = []
-    for _ in range(rounds):
-        synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    synchronize()
-    return statistics.median(samples)
+    return per_call_us_together({"call": call}, calls, rounds, warmup, synchronize)["call"]
 
 
 def per_call_us_together(calls: dict, per_round: int = 2000, rounds: int = 15, warmup: int = 200, synchronize=lambda: None) -> dict:
