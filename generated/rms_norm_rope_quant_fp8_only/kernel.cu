@@ -32,6 +32,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   float sumsq_lanes[2];
   float sumsq_thread[1];
   float rstd[1];
+  float row_abs[16];
   float row_amax_lanes[2];
   float row_amax_thread[1];
   float group_scale[1];
@@ -123,11 +124,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
     }
   }
   #pragma unroll
-  for (int i_6 = 0; i_6 < 2; ++i_6) {
-    row_amax_lanes[i_6] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_6 = 0; i_6 < 4; ++i_6) {
+    float4 __6;
+    float4 v__5 = *(float4*)(row + (i_6 * 4));
+    __6.x = fabsf(v__5.x);
+    __6.y = fabsf(v__5.y);
+    __6.z = fabsf(v__5.z);
+    __6.w = fabsf(v__5.w);
+    *(float4*)(row_abs + (i_6 * 4)) = __6;
+  }
+  #pragma unroll
+  for (int i_7 = 0; i_7 < 2; ++i_7) {
+    row_amax_lanes[i_7] = -CUDART_INF_F;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_6] = max(row_amax_lanes[i_6], max(row[((i_6 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_6 * 8) + rv_2)])));
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], row_abs[((i_7 * 8) + rv_2)]);
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -147,22 +158,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_7 = 0; i_7 < 4; ++i_7) {
-    fp8_e4_4_t __6;
-    float4 __7;
-      float4 v__5 = *(float4*)(row + (i_7 * 4));
-      float4 v__6 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __7.x = (v__5.x*v__6.x);
-      __7.y = (v__5.y*v__6.y);
-      __7.z = (v__5.z*v__6.z);
-      __7.w = (v__5.w*v__6.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_7 * 4)) = __6;
+  for (int i_8 = 0; i_8 < 4; ++i_8) {
+    fp8_e4_4_t __7;
+    float4 __8;
+      float4 v__6 = *(float4*)(row + (i_8 * 4));
+      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __8.x = (v__6.x*v__7.x);
+      __8.y = (v__6.y*v__7.y);
+      __8.z = (v__6.z*v__7.z);
+      __8.w = (v__6.w*v__7.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __7;
   }
   #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_8) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_8 * 8));
+  for (int i_9 = 0; i_9 < 2; ++i_9) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
@@ -199,6 +210,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   float sumsq_terms[32];
   float sumsq_lanes[4];
   float sumsq_thread[1];
+  float row_abs[32];
   float row_amax_lanes[4];
   float row_amax_thread[1];
   float rstd[1];
@@ -277,11 +289,21 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
     }
   }
   #pragma unroll
-  for (int i_6 = 0; i_6 < 4; ++i_6) {
-    row_amax_lanes[i_6] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_6 = 0; i_6 < 8; ++i_6) {
+    float4 __5;
+    float4 v__4 = *(float4*)(row + (i_6 * 4));
+    __5.x = fabsf(v__4.x);
+    __5.y = fabsf(v__4.y);
+    __5.z = fabsf(v__4.z);
+    __5.w = fabsf(v__4.w);
+    *(float4*)(row_abs + (i_6 * 4)) = __5;
+  }
+  #pragma unroll
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    row_amax_lanes[i_7] = -CUDART_INF_F;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_6] = max(row_amax_lanes[i_6], max(row[((i_6 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_6 * 8) + rv_2)])));
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], row_abs[((i_7 * 8) + rv_2)]);
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -303,35 +325,35 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   }
   rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
-  for (int i_7 = 0; i_7 < 8; ++i_7) {
-    float4 __5;
-      float4 v__4 = *(float4*)(row + (i_7 * 4));
-      float4 v__5 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
-      __5.x = (v__4.x*v__5.x);
-      __5.y = (v__4.y*v__5.y);
-      __5.z = (v__4.z*v__5.z);
-      __5.w = (v__4.w*v__5.w);
-    *(float4*)(row + (i_7 * 4)) = __5;
+  for (int i_8 = 0; i_8 < 8; ++i_8) {
+    float4 __6;
+      float4 v__5 = *(float4*)(row + (i_8 * 4));
+      float4 v__6 = make_float4(rstd[0], rstd[0], rstd[0], rstd[0]);
+      __6.x = (v__5.x*v__6.x);
+      __6.y = (v__5.y*v__6.y);
+      __6.z = (v__5.z*v__6.z);
+      __6.w = (v__5.w*v__6.w);
+    *(float4*)(row + (i_8 * 4)) = __6;
   }
   group_scale[0] = (max((group_scale[0] * rstd[0]), 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 8; ++i_8) {
-    fp8_e4_4_t __6;
-    float4 __7;
-      float4 v__6 = *(float4*)(row + (i_8 * 4));
-      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __7.x = (v__6.x*v__7.x);
-      __7.y = (v__6.y*v__7.y);
-      __7.z = (v__6.z*v__7.z);
-      __7.w = (v__6.w*v__7.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__6))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__7))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __6;
+  for (int i_9 = 0; i_9 < 8; ++i_9) {
+    fp8_e4_4_t __7;
+    float4 __8;
+      float4 v__7 = *(float4*)(row + (i_9 * 4));
+      float4 v__8 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __8.x = (v__7.x*v__8.x);
+      __8.y = (v__7.y*v__8.y);
+      __8.z = (v__7.z*v__8.z);
+      __8.w = (v__7.w*v__8.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __7;
   }
   #pragma unroll
-  for (int i_9 = 0; i_9 < 4; ++i_9) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
+  for (int i_10 = 0; i_10 < 4; ++i_10) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_10) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_10 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];

@@ -119,9 +119,13 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
             group_scale = T.alloc_fragment((1,), "float32")
             inverse_scale = T.alloc_fragment((1,), "float32")
             quantized = T.alloc_fragment((HIDDEN,), "float8_e4m3fn")
+            row_abs = T.alloc_fragment((HIDDEN,), "float32")
+            T.annotate_layout({row_abs: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
+            for j in T.Parallel(HIDDEN):
+                row_abs[j] = T.abs(row[j])
             row_amax_lanes = T.alloc_fragment((chunks, threads), "float32")
             row_amax_thread = T.alloc_fragment((threads,), "float32")
-            T.reduce_absmax(T.reshape(row, (chunks, threads, vector)), row_amax_lanes, dim=2)
+            T.reduce_max(T.reshape(row_abs, (chunks, threads, vector)), row_amax_lanes, dim=2)
             T.reduce_max(row_amax_lanes, row_amax_thread, dim=0)
             for t in T.Parallel(threads):
                 row_amax_thread[t] = T.warp_reduce_max(row_amax_thread[t])

@@ -32,6 +32,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   float sumsq_lanes[2];
   float sumsq_thread[1];
   float rstd[1];
+  float row_abs[16];
   float row_amax_lanes[2];
   float row_amax_thread[1];
   float group_scale[1];
@@ -135,11 +136,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
     *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_6) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
   }
   #pragma unroll
-  for (int i_7 = 0; i_7 < 2; ++i_7) {
-    row_amax_lanes[i_7] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    float4 __7;
+    float4 v__6 = *(float4*)(row + (i_7 * 4));
+    __7.x = fabsf(v__6.x);
+    __7.y = fabsf(v__6.y);
+    __7.z = fabsf(v__6.z);
+    __7.w = fabsf(v__6.w);
+    *(float4*)(row_abs + (i_7 * 4)) = __7;
+  }
+  #pragma unroll
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    row_amax_lanes[i_8] = -CUDART_INF_F;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], max(row[((i_7 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_7 * 8) + rv_2)])));
+      row_amax_lanes[i_8] = max(row_amax_lanes[i_8], row_abs[((i_8 * 8) + rv_2)]);
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -159,22 +170,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 4; ++i_8) {
-    fp8_e4_4_t __7;
-    float4 __8;
-      float4 v__6 = *(float4*)(row + (i_8 * 4));
-      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __8.x = (v__6.x*v__7.x);
-      __8.y = (v__6.y*v__7.y);
-      __8.z = (v__6.z*v__7.z);
-      __8.w = (v__6.w*v__7.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __7;
+  for (int i_9 = 0; i_9 < 4; ++i_9) {
+    fp8_e4_4_t __8;
+    float4 __9;
+      float4 v__7 = *(float4*)(row + (i_9 * 4));
+      float4 v__8 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __9.x = (v__7.x*v__8.x);
+      __9.y = (v__7.y*v__8.y);
+      __9.z = (v__7.z*v__8.z);
+      __9.w = (v__7.w*v__8.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__8))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__9))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__8))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__9))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __8;
   }
   #pragma unroll
-  for (int i_9 = 0; i_9 < 2; ++i_9) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
+  for (int i_10 = 0; i_10 < 2; ++i_10) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_10) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_10 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
@@ -210,6 +221,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   float sumsq_lanes[4];
   float sumsq_thread[1];
   float rstd[1];
+  float row_abs[32];
   float row_amax_lanes[4];
   float row_amax_thread[1];
   float group_scale[1];
@@ -309,11 +321,21 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
     *(uint4*)(Y + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_5) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_2 + 0);
   }
   #pragma unroll
-  for (int i_6 = 0; i_6 < 4; ++i_6) {
-    row_amax_lanes[i_6] = 0x0p+0f/*0.000000e+00*/;
+  for (int i_6 = 0; i_6 < 8; ++i_6) {
+    float4 __7;
+    float4 v__6 = *(float4*)(row + (i_6 * 4));
+    __7.x = fabsf(v__6.x);
+    __7.y = fabsf(v__6.y);
+    __7.z = fabsf(v__6.z);
+    __7.w = fabsf(v__6.w);
+    *(float4*)(row_abs + (i_6 * 4)) = __7;
+  }
+  #pragma unroll
+  for (int i_7 = 0; i_7 < 4; ++i_7) {
+    row_amax_lanes[i_7] = -CUDART_INF_F;
     #pragma unroll
     for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-      row_amax_lanes[i_6] = max(row_amax_lanes[i_6], max(row[((i_6 * 8) + rv_2)], (0x0p+0f/*0.000000e+00*/ - row[((i_6 * 8) + rv_2)])));
+      row_amax_lanes[i_7] = max(row_amax_lanes[i_7], row_abs[((i_7 * 8) + rv_2)]);
     }
   }
   row_amax_thread[0] = -CUDART_INF_F;
@@ -333,22 +355,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_7 = 0; i_7 < 8; ++i_7) {
-    fp8_e4_4_t __7;
-    float4 __8;
-      float4 v__6 = *(float4*)(row + (i_7 * 4));
-      float4 v__7 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __8.x = (v__6.x*v__7.x);
-      __8.y = (v__6.y*v__7.y);
-      __8.z = (v__6.z*v__7.z);
-      __8.w = (v__6.w*v__7.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__7))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__8))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_7 * 4)) = __7;
+  for (int i_8 = 0; i_8 < 8; ++i_8) {
+    fp8_e4_4_t __8;
+    float4 __9;
+      float4 v__7 = *(float4*)(row + (i_8 * 4));
+      float4 v__8 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __9.x = (v__7.x*v__8.x);
+      __9.y = (v__7.y*v__8.y);
+      __9.z = (v__7.z*v__8.z);
+      __9.w = (v__7.w*v__8.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__8))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__9))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__8))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__9))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __8;
   }
   #pragma unroll
-  for (int i_8 = 0; i_8 < 4; ++i_8) {
-    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_8) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_8 * 8));
+  for (int i_9 = 0; i_9 < 4; ++i_9) {
+    *(fp8_e4_8_t*)(Q + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i_9) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + (i_9 * 8));
   }
   if (((int)threadIdx.x) == 0) {
     Scale[((int64_t)((int)blockIdx.x))] = group_scale[0];
