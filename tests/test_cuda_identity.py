@@ -4,7 +4,9 @@ a0d63a7, and 88e7de7 for the per-head and column-range members; routed-ln_head_p
 rewritten when the planner's 16-byte vector rule (issue 16) gave its 512-thread route 16-byte vectors;
 case-mla_kv_a, case-quant_column_pinned_block_m4, routed-ln_head_partial_gptj_group and
 routed-rope_tail_neox_64 rewritten when gptj pairs turned in registers and every block row took warps
-of its own): a change to how kernel.py reads must not change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
+of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_group rewritten when the
+fp8 amax began reducing |row| instead of TileLang's reduce_absmax): a change to how kernel.py reads must not
+change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
 #define alignas _tl_orig_alignas
 #endif
 #include <tl_templates/cuda/cuda_fp8.h>
+#include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
 #include <tl_templates/cuda/scan.h>
 #include <tl_templates/cuda/ldsm.h>
@@ -21,6 +22,7 @@
 extern "C" __global__ void quant_column_pinned_block_m4_kernel(fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const bfloat16_t* __restrict__ X);
 extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m4_kernel(fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const bfloat16_t* __restrict__ X) {
   float row[32];
+  float row_abs[32];
   float group_scale[4];
   float inverse_scale[4];
   fp8_e4_t quantized[32];
@@ -51,44 +53,54 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
     }
   }
   #pragma unroll
-  for (int i_1 = 0; i_1 < 4; ++i_1) {
-    group_scale[i_1] = 0x0p+0f/*0.000000e+00*/;
-    #pragma unroll
-    for (int rv = 0; rv < 8; ++rv) {
-      group_scale[i_1] = max(group_scale[i_1], max(row[((i_1 * 8) + rv)], (0x0p+0f/*0.000000e+00*/ - row[((i_1 * 8) + rv)])));
-    }
-    group_scale[i_1] = tl::AllReduce<tl::MaxOp, 16, 1, 0, tl::NamedBarrier<128>>::run(group_scale[i_1]);
+  for (int i_1 = 0; i_1 < 8; ++i_1) {
+    float4 __2;
+    float4 v__1 = *(float4*)(row + (i_1 * 4));
+    __2.x = fabsf(v__1.x);
+    __2.y = fabsf(v__1.y);
+    __2.z = fabsf(v__1.z);
+    __2.w = fabsf(v__1.w);
+    *(float4*)(row_abs + (i_1 * 4)) = __2;
   }
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
-    group_scale[i_2] = (max(group_scale[i_2], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
-    inverse_scale[i_2] = __frcp_rn(group_scale[i_2]);
+    group_scale[i_2] = -CUDART_INF_F;
+    #pragma unroll
+    for (int rv = 0; rv < 8; ++rv) {
+      group_scale[i_2] = max(group_scale[i_2], row_abs[((i_2 * 8) + rv)]);
+    }
+    group_scale[i_2] = tl::AllReduce<tl::MaxOp, 16, 1, 0, tl::NamedBarrier<128>>::run(group_scale[i_2]);
   }
   #pragma unroll
-  for (int i_3 = 0; i_3 < 8; ++i_3) {
-    fp8_e4_4_t __2;
-    float4 __3;
-      float4 v__1 = *(float4*)(row + (i_3 * 4));
-      float4 v__2 = make_float4(inverse_scale[(i_3 >> 1)], inverse_scale[(i_3 >> 1)], inverse_scale[(i_3 >> 1)], inverse_scale[(i_3 >> 1)]);
-      __3.x = (v__1.x*v__2.x);
-      __3.y = (v__1.y*v__2.y);
-      __3.z = (v__1.z*v__2.z);
-      __3.w = (v__1.w*v__2.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__2))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__3))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__2))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__3))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_3 * 4)) = __2;
+  for (int i_3 = 0; i_3 < 4; ++i_3) {
+    group_scale[i_3] = (max(group_scale[i_3], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+    inverse_scale[i_3] = __frcp_rn(group_scale[i_3]);
+  }
+  #pragma unroll
+  for (int i_4 = 0; i_4 < 8; ++i_4) {
+    fp8_e4_4_t __3;
+    float4 __4;
+      float4 v__2 = *(float4*)(row + (i_4 * 4));
+      float4 v__3 = make_float4(inverse_scale[(i_4 >> 1)], inverse_scale[(i_4 >> 1)], inverse_scale[(i_4 >> 1)], inverse_scale[(i_4 >> 1)]);
+      __4.x = (v__2.x*v__3.x);
+      __4.y = (v__2.y*v__3.y);
+      __4.z = (v__2.z*v__3.z);
+      __4.w = (v__2.w*v__3.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__3))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__4))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__3))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__4))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_4 * 4)) = __3;
   }
   if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999) {
     #pragma unroll
-    for (int i_4 = 0; i_4 < 4; ++i_4) {
-      *(fp8_e4_8_t*)(Q + ((((((int)blockIdx.x) * 4096) + ((((int)threadIdx.x) >> 5) * 1024)) + (i_4 * 256)) + ((((int)threadIdx.x) & 31) * 8))) = *(fp8_e4_8_t*)(quantized + (i_4 * 8));
+    for (int i_5 = 0; i_5 < 4; ++i_5) {
+      *(fp8_e4_8_t*)(Q + ((((((int)blockIdx.x) * 4096) + ((((int)threadIdx.x) >> 5) * 1024)) + (i_5 * 256)) + ((((int)threadIdx.x) & 31) * 8))) = *(fp8_e4_8_t*)(quantized + (i_5 * 8));
     }
   }
   if ((((int)threadIdx.x) % 16) == 0) {
     if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999) {
       #pragma unroll
-      for (int i_5 = 0; i_5 < 4; ++i_5) {
-        Scale[((((i_5 * 2000) + (((((int)threadIdx.x) & 31) >> 4) * 1000)) + (((int)blockIdx.x) * 4)) + (((int)threadIdx.x) >> 5))] = group_scale[i_5];
+      for (int i_6 = 0; i_6 < 4; ++i_6) {
+        Scale[((((i_6 * 2000) + (((((int)threadIdx.x) & 31) >> 4) * 1000)) + (((int)blockIdx.x) * 4)) + (((int)threadIdx.x) >> 5))] = group_scale[i_6];
       }
     }
   }

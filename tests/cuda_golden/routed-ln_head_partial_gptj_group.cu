@@ -9,6 +9,7 @@
 #define alignas _tl_orig_alignas
 #endif
 #include <tl_templates/cuda/cuda_fp8.h>
+#include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
 #include <tl_templates/cuda/scan.h>
 #include <tl_templates/cuda/ldsm.h>
@@ -25,6 +26,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
   float centered_sq[8];
   float rstd[1];
   float rope_partner[8];
+  float row_abs[8];
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[8];
@@ -186,27 +188,37 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
       *(uint4*)(Y + ((((int64_t)((int)blockIdx.x)) * (int64_t)1024) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_3 + 0);
     }
   }
-  group_scale[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    float4 __13;
+    float4 v__13 = *(float4*)(row + (i_8 * 4));
+    __13.x = fabsf(v__13.x);
+    __13.y = fabsf(v__13.y);
+    __13.z = fabsf(v__13.z);
+    __13.w = fabsf(v__13.w);
+    *(float4*)(row_abs + (i_8 * 4)) = __13;
+  }
+  group_scale[0] = -CUDART_INF_F;
   #pragma unroll
   for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-    group_scale[0] = max(group_scale[0], max(row[rv_2], (0x0p+0f/*0.000000e+00*/ - row[rv_2])));
+    group_scale[0] = max(group_scale[0], row_abs[rv_2]);
   }
   group_scale[0] = tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<512>>::run(group_scale[0]);
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    fp8_e4_4_t __13;
-    float4 __14;
-      float4 v__13 = *(float4*)(row + (i_8 * 4));
-      float4 v__14 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __14.x = (v__13.x*v__14.x);
-      __14.y = (v__13.y*v__14.y);
-      __14.z = (v__13.z*v__14.z);
-      __14.w = (v__13.w*v__14.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __13;
+  for (int i_9 = 0; i_9 < 2; ++i_9) {
+    fp8_e4_4_t __14;
+    float4 __15;
+      float4 v__14 = *(float4*)(row + (i_9 * 4));
+      float4 v__15 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __15.x = (v__14.x*v__15.x);
+      __15.y = (v__14.y*v__15.y);
+      __15.z = (v__14.z*v__15.z);
+      __15.w = (v__14.w*v__15.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__14))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__15))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__14))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__15))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __14;
   }
   if (((int)threadIdx.x) < 128) {
     *(fp8_e4_8_t*)(Q + ((((int64_t)((int)blockIdx.x)) * (int64_t)1024) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + 0);
@@ -227,6 +239,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
 #define alignas _tl_orig_alignas
 #endif
 #include <tl_templates/cuda/cuda_fp8.h>
+#include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
 #include <tl_templates/cuda/scan.h>
 #include <tl_templates/cuda/ldsm.h>
@@ -248,6 +261,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
   float centered_sq[8];
   float rstd[1];
   float rope_partner[8];
+  float row_abs[8];
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[8];
@@ -409,27 +423,37 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
       *(uint4*)(Y + ((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(uint4*)(Y_local_cast_1 + 0);
     }
   }
-  group_scale[0] = 0x0p+0f/*0.000000e+00*/;
+  #pragma unroll
+  for (int i_8 = 0; i_8 < 2; ++i_8) {
+    float4 __13;
+    float4 v__13 = *(float4*)(row + (i_8 * 4));
+    __13.x = fabsf(v__13.x);
+    __13.y = fabsf(v__13.y);
+    __13.z = fabsf(v__13.z);
+    __13.w = fabsf(v__13.w);
+    *(float4*)(row_abs + (i_8 * 4)) = __13;
+  }
+  group_scale[0] = -CUDART_INF_F;
   #pragma unroll
   for (int rv_2 = 0; rv_2 < 8; ++rv_2) {
-    group_scale[0] = max(group_scale[0], max(row[rv_2], (0x0p+0f/*0.000000e+00*/ - row[rv_2])));
+    group_scale[0] = max(group_scale[0], row_abs[rv_2]);
   }
   group_scale[0] = tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<256>>::run(group_scale[0]);
   group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
-  for (int i_8 = 0; i_8 < 2; ++i_8) {
-    fp8_e4_4_t __13;
-    float4 __14;
-      float4 v__13 = *(float4*)(row + (i_8 * 4));
-      float4 v__14 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
-      __14.x = (v__13.x*v__14.x);
-      __14.y = (v__13.y*v__14.y);
-      __14.z = (v__13.z*v__14.z);
-      __14.w = (v__13.w*v__14.w);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[0], __NV_SATFINITE, __NV_E4M3);
-    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__13))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__14))[1], __NV_SATFINITE, __NV_E4M3);
-    *(fp8_e4_4_t*)(quantized + (i_8 * 4)) = __13;
+  for (int i_9 = 0; i_9 < 2; ++i_9) {
+    fp8_e4_4_t __14;
+    float4 __15;
+      float4 v__14 = *(float4*)(row + (i_9 * 4));
+      float4 v__15 = make_float4(inverse_scale[0], inverse_scale[0], inverse_scale[0], inverse_scale[0]);
+      __15.x = (v__14.x*v__15.x);
+      __15.y = (v__14.y*v__15.y);
+      __15.z = (v__14.z*v__15.z);
+      __15.w = (v__14.w*v__15.w);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__14))[0] = __nv_cvt_float2_to_fp8x2(((float2*)(&__15))[0], __NV_SATFINITE, __NV_E4M3);
+    (reinterpret_cast<__nv_fp8x2_storage_t*>(&__14))[1] = __nv_cvt_float2_to_fp8x2(((float2*)(&__15))[1], __NV_SATFINITE, __NV_E4M3);
+    *(fp8_e4_4_t*)(quantized + (i_9 * 4)) = __14;
   }
   if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
     *(fp8_e4_8_t*)(Q + ((((int64_t)((int)blockIdx.x)) * (int64_t)2048) + (((int64_t)((int)threadIdx.x)) * (int64_t)8))) = *(fp8_e4_8_t*)(quantized + 0);
