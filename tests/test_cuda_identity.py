@@ -61,3 +61,25 @@ def test_the_corpus_routes_every_per_head_and_column_range_case():
     assert cases and cases == {label.removeprefix("routed-") for label in shaped if label.startswith("routed-")}
     assert corpus[f"routed-{min(cases)}"][2] == ROUTED
     assert {"oracle-mla_kv_a", "oracle-ln_head_partial_gptj_group"} <= shaped
+
+
+def test_the_amax_check_tells_fabsf_from_a_max_of_x_and_its_negation():
+    """quant_fp8's CUDA check "amax of |x|" passes the golden quant kernel and fails the same kernel with
+    its amax step written as TileLang's reduce_absmax wrote it (a negate and two maxes per element)."""
+    from types import SimpleNamespace
+
+    from fusegen.ops.quant_fp8 import check_cuda
+
+    source = (GOLDEN / "case-quant_column_pinned_block_m4.cu").read_text()
+    step = "group_scale[i_2] = max(group_scale[i_2], row_abs[((i_2 * 8) + rv)]);"
+    assert step in source
+    negated = source.replace("fabsf(", "(").replace(
+        step, "group_scale[i_2] = max(group_scale[i_2], max(row[((i_2 * 8) + rv)], (0x0p+0f/*0.000000e+00*/ - row[((i_2 * 8) + rv)])));"
+    )
+    schedule = SimpleNamespace(vector_elems=8)
+
+    def amax_check(cuda: str) -> bool:
+        return next(c for c in check_cuda(cuda, schedule) if c.name == "amax of |x|").ok
+
+    assert amax_check(source)
+    assert not amax_check(negated)

@@ -98,7 +98,7 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
             "T.reduce_sum(T.reshape(row, (HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=1)",
             "for p in T.Parallel(HIDDEN // 2):",  # the gptj pairs, turned in registers
             "T.reshape(rope_partner, (HIDDEN // 2, 2))",
-            "T.reduce_absmax(T.reshape(row, (HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=1)",
+            "T.reduce_max(T.reshape(row_abs, (HIDDEN // GROUP_SIZE, GROUP_SIZE)), group_scale, dim=1)",
         ),
         "mla_kv_a": ("Weight: T.Tensor((NORM_END - NORM_START,)", "CosSinCache: T.Tensor((8192, ROPE_DIM)"),
         "head_norm_padded_block_m": ("for i, h in T.Parallel(block_m, columns // HEAD_DIM):", "h < HIDDEN // HEAD_DIM"),

@@ -499,6 +499,9 @@ def check_cuda(source: str, schedule: Schedule) -> list[Check]:
             f"{saturating} of {intrinsic} paired conversions with __NV_SATFINITE, {scalar_casts} scalar casts (satfinite on sm_90)",
         )
     )
+    # The amax folds |x| (_magnitudes): a max of x and its negation is three instructions per element.
+    negated = len(re.findall(r"max\([^;]*\(0x0p\+0f[^;]*- row\[", source))
+    checks.append(Check("amax of |x|", "fabsf(" in source and not negated, f"fabsf: {'fabsf(' in source}, max(x, 0 - x) steps: {negated}"))
     return checks
 
 
