@@ -1,0 +1,65 @@
+"""Times every kernel package of a `fusegen build --out` directory at its sweep count (M = max(16384,
+2^26 / hidden)), in interleaved rounds (each round times every kernel once, the order rotated, so a drift
+of the GPU or host moves them all alike), against the copy ceiling measured before and after.
+
+    python perf/proto/probe_time.py BUILD OUT.json [ROUNDS]
+
+Each kernel: ledger bytes (plan.json) / median of its rounds' graph-timed medians; × copy beside it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+from fusegen.bench import copy_ceiling, input_sets, sweep_tokens, time_graph
+
+
+def ledger_bytes(plan: dict, tokens: int) -> int:
+    return sum(t["bytes_per_token"] * tokens + t["fixed_bytes"] for t in plan["ledger"]["fused"])
+
+
+def main(build: Path, out: Path, rounds: int) -> None:
+    sys.path.insert(0, str(build.parent))
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    kernels = {}
+    for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):
+        plan = json.loads((directory / "plan.json").read_text())
+        module = importlib.import_module(f"{build.name}.{directory.name}")
+        tokens = sweep_tokens(plan["hidden"])
+        moved = ledger_bytes(plan, tokens)
+        try:
+            sets = input_sets(module, moved, tokens, l2)
+            module.kernel(*sets[0])  # compiles
+            torch.cuda.synchronize()
+        except Exception as exc:  # a probe variant that does not build is reported, not fatal
+            print(f"{directory.name}: not timed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})", flush=True)
+            continue
+        kernels[directory.name] = (module.kernel, sets, tokens, moved)
+        print(f"compiled {directory.name}", flush=True)
+    copy_before = copy_ceiling()
+    samples = {name: [] for name in kernels}
+    names = list(kernels)
+    for round_ in range(rounds):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            fn, sets, _, _ = kernels[name]
+            samples[name].append(statistics.median(time_graph(fn, sets, calls=32, replays=10)))
+        print(f"round {round_ + 1} done", flush=True)
+    copy_after = copy_ceiling()
+    copy = (copy_before + copy_after) / 2
+    rows = []
+    for name in names:
+        _, _, tokens, moved = kernels[name]
+        us = statistics.median(samples[name])
+        tb = moved / (us * 1e-6) / 1e12
+        rows.append({"kernel": name, "tokens": tokens, "median_us": us, "rounds_us": samples[name], "tb_per_s": tb, "x_copy": tb / copy})
+        print(f"{name:50s} {tokens:6d} {us:8.1f} us {tb:5.2f} TB/s {tb / copy:5.3f} x copy", flush=True)
+    out.write_text(json.dumps({"copy_tb_per_s": [copy_before, copy_after], "gpu": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 3)
