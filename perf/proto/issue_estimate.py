@@ -1,0 +1,79 @@
+"""The issue ceiling of docs/bench/sweep/issue-floor.md estimated on the CPU: for the program each spec of a
+build runs at its sweep count, the SASS instructions a thread meets on its straight path (the disassembly
+up to the first EXIT: a fragment program has no loop, so each warp issues about that many per row), times
+its warps per row, against ncu's executed count where a census is given (NOTES.md step 29). Lets a change
+to the emitted code be weighed in instructions before a GPU run, as the amax through |x| was.
+
+    fusegen build perf/sweep --out BUILD --tuning EMPTY.json
+    NVDISASM=/path/to/nvdisasm python perf/proto/issue_estimate.py BUILD [NCU_CENSUS_CSV]
+
+nvdisasm ships in the `nvidia-cuda-nvdisasm` wheel (pip download it; this machine's CUDA has no
+disassembler). Stream programs loop over rows, so their straight path is not a row's count: listed, not
+estimated."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ptx_census import INCLUDES, plan_program  # noqa: E402  (a sibling script)
+
+from fusegen.bench import sweep_tokens  # noqa: E402
+from fusegen.emit import program_sources  # noqa: E402
+
+INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+
+
+def straight_path(source: str) -> int:
+    """SASS instructions of the kernel up to and including its first EXIT (nvcc -arch=sm_90a -O3)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        cu = Path(scratch) / "k.cu"
+        cu.write_text(source)
+        cubin = cu.with_suffix(".cubin")
+        subprocess.run(
+            ["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-std=c++17", *INCLUDES, str(cu), "-o", str(cubin)], check=True, capture_output=True
+        )
+        listing = subprocess.run(
+            [os.environ.get("NVDISASM", "nvdisasm"), "-c", str(cubin)], check=True, capture_output=True, text=True
+        ).stdout
+    instructions = [m.group(1) for line in listing.splitlines() if (m := INSTRUCTION.match(line))]
+    return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
+
+
+def executed(census_csv: Path) -> dict[str, float]:
+    rows = [r for r in csv.reader(census_csv.read_text().splitlines()) if len(r) > 10]
+    name, metric, value = (rows[0].index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
+    return {r[name].removesuffix("_kernel"): float(r[value].replace(",", "")) for r in rows[1:] if r[metric] == "smsp__inst_executed.sum"}
+
+
+def main(build: Path, census_csv: Path | None) -> None:
+    measured = executed(census_csv) if census_csv else {}
+    print("| spec | program | straight-path SASS | warp instructions / row, estimated | ncu, executed | estimate / ncu |")
+    print("|---|---|---:|---:|---:|---:|")
+    for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):
+        plan = json.loads((directory / "plan.json").read_text())
+        tokens = sweep_tokens(plan["hidden"])
+        index, route = next(
+            (i, r) for i, r in enumerate(plan["routes"]) if r["first_tokens"] <= tokens and (r["last_tokens"] or tokens) >= tokens
+        )
+        schedule = route["schedule"]
+        path = straight_path(program_sources((directory / "kernel.cu").read_text())[plan_program(plan, index)])
+        program = f"{schedule['variant']} {schedule['threads']} threads × {schedule['block_m']} row(s)"
+        if schedule["variant"] != "fragment":
+            print(f"| {plan['name']} | {program} | {path} | – (loops over rows) | – | – |")
+            continue
+        estimate = path * schedule["threads"] // 32 / schedule["block_m"]
+        ncu = measured.get(plan["name"])
+        shown = f"{ncu / tokens:.0f} | {estimate / (ncu / tokens):.2f}" if ncu else "– | –"
+        print(f"| {plan['name']} | {program} | {path} | {estimate:.0f} | {shown} |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None)
