@@ -21,8 +21,6 @@ HIDDEN = "HIDDEN"
 # The module-level name of a head's width (the spec's head_dim), bound by the stages that work per head
 # (ops.head_dim_constant).
 HEAD_DIM = "HEAD_DIM"
-# How a reduction's per-thread partials combine across lanes and warps.
-_ACROSS = {"sum": "sum", "max": "max", "absmax": "max"}
 # The extents a program's factory derives from its parameters (model.Layout.row_threads, .chunks, .warps),
 # as source, each after those it uses: {row_threads} is one block row's threads as the factory names them.
 DERIVED_EXTENTS = {
@@ -303,7 +301,6 @@ class KernelFrame:
         t holds columns t·vector … of row i, `vector` at a time, and a warp holds one row only."""
         layout = self.layout
         threads = rendered(layout.row_threads)
-        across = _ACROSS[op]
         lanes, thread = partial_buffers(name)
         vectors = layout.rows(layout.chunks, layout.row_threads, layout.vector)
         chunk_axis = len(vectors) - 3
@@ -311,9 +308,9 @@ class KernelFrame:
             self.alloc(lanes),
             self.alloc(thread),
             f"T.reduce_{op}(T.reshape({source}, {shape_source(vectors)}), {lanes}, dim={len(vectors) - 1})",
-            f"T.reduce_{across}({lanes}, {thread}, dim={chunk_axis})",
+            f"T.reduce_{op}({lanes}, {thread}, dim={chunk_axis})",
             self.loop(("t", threads)),
-            f"    {thread}[{self.at('t')}] = T.warp_reduce_{across}({thread}[{self.at('t')}])",
+            f"    {thread}[{self.at('t')}] = T.warp_reduce_{op}({thread}[{self.at('t')}])",
         ]
 
     def exchange(self, partials) -> list[str]:
@@ -328,7 +325,7 @@ class KernelFrame:
         ]
         for k, (_, op, result) in enumerate(partials):
             slot = f"{shared}[{self.at(str(k), 'w')}]"
-            combined = f"T.max({result}[{at}], {slot})" if _ACROSS[op] == "max" else f"{result}[{at}] + {slot}"
+            combined = f"T.max({result}[{at}], {slot})" if op == "max" else f"{result}[{at}] + {slot}"
             fold.append(f"    {result}[{at}] = {combined}")
         return [
             self.alloc(shared),

@@ -134,7 +134,7 @@ def exchange_buffer(names: tuple[str, ...]) -> str:
 @dataclass(frozen=True)
 class Reduction:
     name: str
-    op: str  # sum | max | absmax
+    op: str  # sum | max
     source: str
     result: str
     axis: str  # "row" or "group of N columns"

@@ -168,8 +168,8 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
         reductions=(
             Reduction(
                 "group amax",
-                "absmax",
-                "row" if per_token else f"row viewed as {ctx.rows(padded_groups, op.group_size)}",
+                "max",
+                "row_abs" if per_token else f"row_abs viewed as {ctx.rows(padded_groups, op.group_size)}",
                 "group_scale",
                 "row" if per_token else f"group of {op.group_size} columns",
                 # A group spans lanes of one warp: its amax needs no exchange.
@@ -224,8 +224,8 @@ def _declare(frame: KernelFrame) -> list[str]:
 def _magnitudes(frame: KernelFrame) -> list[str]:
     """row_abs = |row|, for the amax to reduce with a plain max. TileLang's reduce_absmax folds max(x, 0 − x)
     into each step: a negate and two maxes per element, where max(acc, |x|) is one instruction (|x| is an
-    operand modifier of FMNMX). In kernels that issue on most cycles (ncu, NOTES.md step 27) that is ~9 %
-    of all their instructions."""
+    operand modifier of FMNMX). In kernels that issue on most cycles (ncu, NOTES.md step 28) that was 6–12 %
+    of their code."""
     return [
         frame.alloc("row_abs"),
         frame.pin_row_layout("row_abs"),
