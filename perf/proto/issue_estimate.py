@@ -13,7 +13,6 @@ estimated."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -23,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ptx_census import INCLUDES, plan_program  # noqa: E402  (a sibling script)
+from issue_floor import census  # noqa: E402  (sibling scripts)
+from ptx_census import INCLUDES, plan_program  # noqa: E402
 
 from fusegen.bench import sweep_tokens  # noqa: E402
 from fusegen.emit import program_sources  # noqa: E402
@@ -47,14 +47,8 @@ def straight_path(source: str) -> int:
     return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
 
 
-def executed(census_csv: Path) -> dict[str, float]:
-    rows = [r for r in csv.reader(census_csv.read_text().splitlines()) if len(r) > 10]
-    name, metric, value = (rows[0].index(k) for k in ("Kernel Name", "Metric Name", "Metric Value"))
-    return {r[name].removesuffix("_kernel"): float(r[value].replace(",", "")) for r in rows[1:] if r[metric] == "smsp__inst_executed.sum"}
-
-
 def main(build: Path, census_csv: Path | None) -> None:
-    measured = executed(census_csv) if census_csv else {}
+    measured = {kernel: m["smsp__inst_executed.sum"] for kernel, m in census(census_csv).items()} if census_csv else {}
     print("| spec | program | straight-path SASS | warp instructions / row, estimated | ncu, executed | estimate / ncu |")
     print("|---|---|---:|---:|---:|---:|")
     for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):

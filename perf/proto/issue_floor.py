@@ -14,7 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-from fusegen.bench import sweep_tokens
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_time import ledger_bytes  # noqa: E402  (a sibling script)
+
+from fusegen.bench import sweep_tokens  # noqa: E402
 
 SCHEDULERS = 132 * 4
 
@@ -49,7 +52,7 @@ def main(build: Path, census_csv: Path, bench_json: Path) -> None:
         if m is None:
             continue
         tokens = sweep_tokens(plan["hidden"])
-        moved = sum(t["bytes_per_token"] * tokens + t["fixed_bytes"] for t in plan["ledger"]["fused"])
+        moved = ledger_bytes(plan, tokens)
         issue_s = m["smsp__inst_executed.sum"] / SCHEDULERS / m["sm__cycles_elapsed.avg.per_second"]
         ceiling = (moved / copy) / issue_s
         x_copy = measured.get(plan["name"], (0, None))[1]

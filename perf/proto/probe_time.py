@@ -17,10 +17,12 @@ from pathlib import Path
 import torch
 
 from fusegen.bench import copy_ceiling, input_sets, sweep_tokens, time_graph
+from fusegen.model import Ledger, LedgerLine
 
 
 def ledger_bytes(plan: dict, tokens: int) -> int:
-    return sum(t["bytes_per_token"] * tokens + t["fixed_bytes"] for t in plan["ledger"]["fused"])
+    """The fused ledger's bytes at `tokens` (model.Ledger) from a plan.json."""
+    return Ledger(tuple(LedgerLine(**line) for line in plan["ledger"]["fused"]), ()).fused_bytes(tokens)
 
 
 def main(build: Path, out: Path, rounds: int) -> None:
