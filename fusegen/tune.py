@@ -138,7 +138,7 @@ def rank_key(p: Plan) -> tuple:
     7168); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
     per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
     block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
-    power-of-two block, prefetch on. Values per thread before powers of two: a fresh full tune of three
+    power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a fresh full tune of three
     sweep specs (session 12) was won by 384, 160 and 96 threads where quick had timed only powers of two,
     and replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets
     and one within 2 % in 96 % (powers of two first: 77 % and 91 %; docs/bench/tune/quick-check-s12.md)."""

@@ -500,8 +500,9 @@ def check_cuda(source: str, schedule: Schedule) -> list[Check]:
         )
     )
     # The amax folds |x| (_magnitudes): a max of x and its negation is three instructions per element.
+    magnitudes = "fabsf(" in source
     negated = len(re.findall(r"max\([^;]*\(0x0p\+0f[^;]*- row\[", source))
-    checks.append(Check("amax of |x|", "fabsf(" in source and not negated, f"fabsf: {'fabsf(' in source}, max(x, 0 - x) steps: {negated}"))
+    checks.append(Check("amax of |x|", magnitudes and not negated, f"fabsf: {magnitudes}, max(x, 0 - x) steps: {negated}"))
     return checks
 
 
