@@ -76,6 +76,13 @@ def fragment_vector_store(source: str, fragment: str, what: str, expected_floats
     return Check(what, ok, detail)
 
 
+def thread_bound(source: str, threads: int) -> Check:
+    """The kernel tells nvcc that threadIdx.x < threads (emit.THREAD_BOUND), unfolded: TileLang knows the
+    bound and folds a plain `threadIdx.x < threads` to true, which tells nvcc nothing."""
+    told = re.findall(r"__builtin_assume\(\(int\(\(\(int\)threadIdx\.x\)\) < (\d+)\)\);", source)
+    return Check("nvcc told threadIdx.x < threads", told == [str(threads)], f"assumed bounds {told}, threads {threads}")
+
+
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
     """The checks of every program, each against the CUDA compiled from it."""
     programs = plan.programs
@@ -95,7 +102,7 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
     from .ops import REGISTRY
 
     s = route.schedule
-    checks = [row_access(source, "X", s.vector_bytes, "row loads")]
+    checks = [thread_bound(source, s.threads), row_access(source, "X", s.vector_bytes, "row loads")]
     if plan.writes_y:
         checks.append(row_access(source, "Y", s.vector_bytes, "row stores"))
     for stage in route.stages:

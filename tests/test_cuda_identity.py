@@ -5,7 +5,8 @@ rewritten when the planner's 16-byte vector rule (issue 16) gave its 512-thread 
 case-mla_kv_a, case-quant_column_pinned_block_m4, routed-ln_head_partial_gptj_group and
 routed-rope_tail_neox_64 rewritten when gptj pairs turned in registers and every block row took warps
 of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_group rewritten when the
-fp8 amax began reducing |row| instead of TileLang's reduce_absmax): a change to how kernel.py reads must not
+fp8 amax began reducing |row| instead of TileLang's reduce_absmax; every one rewritten when kernels began
+telling nvcc threadIdx.x < threads): a change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 
@@ -83,3 +84,18 @@ def test_the_amax_check_tells_fabsf_from_a_max_of_x_and_its_negation():
 
     assert amax_check(source)
     assert not amax_check(negated)
+
+
+def test_the_thread_bound_check_wants_the_bound_unfolded():
+    """The CUDA check "nvcc told threadIdx.x < threads" passes the golden padded kernel and fails it where
+    the assumption was folded to true (what TileLang does to a plain `threadIdx.x < threads`), missing, or
+    of another block size."""
+    from fusegen.cuda_checks import thread_bound
+
+    source = (GOLDEN / "case-rms_fp16_4000_padded.cu").read_text()
+    told = "__builtin_assume((int(((int)threadIdx.x)) < 128));"
+    assert source.count(told) == 1
+    assert thread_bound(source, 128).ok
+    assert not thread_bound(source.replace(told, "__builtin_assume((bool)1);"), 128).ok
+    assert not thread_bound(source.replace(told, ""), 128).ok
+    assert not thread_bound(source, 256).ok

@@ -32,6 +32,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const
   float centered_sum_lanes[4];
   float centered_sum_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];

@@ -25,6 +25,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_
   float sumsq_thread[1];
   extern __shared__ __align__(1024) float sumsq_warps[];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
@@ -134,6 +135,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_kernel(const half_
   float sumsq_thread[1];
   extern __shared__ __align__(1024) float sumsq_warps[];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];

@@ -26,6 +26,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_naive_row_per_bloc
   float sumsq_lanes[2];
   float sumsq_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 256));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     *(uint4*)(((half_t*)row_shared) + ((i * 2048) + (((int)threadIdx.x) * 8))) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)2048)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
@@ -138,6 +139,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_naive_row_per_bloc
   float sumsq_lanes[4];
   float sumsq_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     *(uint4*)(((half_t*)row_shared) + ((i * 1024) + (((int)threadIdx.x) * 8))) = *(uint4*)(X + (((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)i) * (int64_t)1024)) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));

@@ -29,6 +29,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
   float sumsq_lanes[4];
   float sumsq_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];
@@ -157,6 +158,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(
   float sumsq_lanes[1];
   float sumsq_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 512));
   {
     half_t X_local_cast[8];
     *(uint4*)(X_local_cast + 0) = *(uint4*)(X + ((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));

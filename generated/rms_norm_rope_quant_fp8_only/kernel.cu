@@ -38,6 +38,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[16];
+  __builtin_assume((int(((int)threadIdx.x)) < 256));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     half_t X_local_cast[8];
@@ -217,6 +218,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[32];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     half_t X_local_cast[8];

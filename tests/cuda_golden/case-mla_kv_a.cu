@@ -29,6 +29,7 @@ extern "C" __global__ void __launch_bounds__(64, 1) mla_kv_a_kernel(const float*
   float sumsq_thread[1];
   float rstd[1];
   float rope_partner[16];
+  __builtin_assume((int(((int)threadIdx.x)) < 64));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     bfloat16_t X_local_cast[8];
@@ -212,6 +213,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
   float sumsq_thread[1];
   float rstd[1];
   float rope_partner[20];
+  __builtin_assume((int(((int)threadIdx.x)) < 32));
   #pragma unroll
   for (int i = 0; i < 5; ++i) {
     bfloat16_t X_local_cast[4];

@@ -26,6 +26,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
   float group_scale[4];
   float inverse_scale[4];
   fp8_e4_t quantized[32];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     bfloat16_t X_local_cast[8];

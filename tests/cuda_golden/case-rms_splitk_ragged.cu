@@ -25,6 +25,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_splitk_ragged_kernel(co
   float sumsq_thread[1];
   extern __shared__ __align__(1024) float sumsq_warps[];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float broadcast_var = 0x0p+0f/*0.000000e+00*/;

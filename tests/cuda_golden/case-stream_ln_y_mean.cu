@@ -36,6 +36,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) stream_ln_y_mean_kernel(cons
   float centered_sum_lanes[3];
   float centered_sum_thread[1];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 64));
   #pragma unroll
   for (int i = 0; i < 3; ++i) {
     *(uint4*)(weight_staged + (i * 8)) = *(uint4*)(Weight + ((i * 512) + (((int)threadIdx.x) * 8)));

@@ -30,6 +30,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[8];
+  __builtin_assume((int(((int)threadIdx.x)) < 512));
   {
     half_t X_local_cast[8];
     half_t broadcast_var = half_t(0x0p+0f/*0.000000e+00*/);
@@ -265,6 +266,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
   float group_scale[1];
   float inverse_scale[1];
   fp8_e4_t quantized[8];
+  __builtin_assume((int(((int)threadIdx.x)) < 256));
   {
     half_t X_local_cast[8];
     half_t broadcast_var = half_t(0x0p+0f/*0.000000e+00*/);

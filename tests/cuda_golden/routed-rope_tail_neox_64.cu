@@ -25,6 +25,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) rope_tail_neox_64_kernel(co
   float sumsq_thread[1];
   extern __shared__ __align__(1024) float sumsq_warps[];
   float rstd[1];
+  __builtin_assume((int(((int)threadIdx.x)) < 512));
   {
     bfloat16_t X_local_cast[8];
     *(uint4*)(X_local_cast + 0) = *(uint4*)(X + ((((int64_t)((int)blockIdx.x)) * (int64_t)4096) + (((int64_t)((int)threadIdx.x)) * (int64_t)8)));
@@ -141,6 +142,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
   float sumsq_thread[1];
   float rstd[1];
   float rope_partner[32];
+  __builtin_assume((int(((int)threadIdx.x)) < 256));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     bfloat16_t X_local_cast[8];
