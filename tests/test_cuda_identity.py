@@ -6,7 +6,7 @@ case-mla_kv_a, case-quant_column_pinned_block_m4, routed-ln_head_partial_gptj_gr
 routed-rope_tail_neox_64 rewritten when gptj pairs turned in registers and every block row took warps
 of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_group rewritten when the
 fp8 amax began reducing |row| instead of TileLang's reduce_absmax; every one rewritten when kernels began
-telling nvcc threadIdx.x < threads): a change to how kernel.py reads must not
+telling nvcc threadIdx.x < threads, and again when the norms' means became multiplies by 1 / N): a change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 

@@ -62,4 +62,4 @@ def test_constants_carry_the_spec_values_and_replace_the_literals():
     )
     for literal in (repr(eps), repr(floor), "57344.0", f"{4096 - rope_dim} + j"):
         assert literal not in programs, literal
-    assert "rstd[0] / HIDDEN + EPS" in programs and "ROPE_START + j" in programs and "j // GROUP_SIZE" in programs
+    assert "rstd[0] * (1.0 / HIDDEN) + EPS" in programs and "ROPE_START + j" in programs and "j // GROUP_SIZE" in programs

@@ -102,13 +102,13 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     else:
         lines += extent.reduce(frame, "row", "mean", "row_sum")
     lines += [
-        *extent.each_statistic(frame, [f"mean[{at_stat}] = mean[{at_stat}] / {extent.count}"]),
+        *extent.each_statistic(frame, [f"mean[{at_stat}] = {extent.mean(f'mean[{at_stat}]')}"]),
         each_column,
         f"    {value} = {extent.only_inside(frame, centered)}",
         each_column,
         f"    centered_sq[{frame.at('j')}] = {extent.masked(f'{value} * {value}')}",
         *extent.reduce(frame, "centered_sq", "rstd", "centered_sum"),
-        *extent.each_statistic(frame, [f"rstd[{at_stat}] = T.rsqrt(rstd[{at_stat}] / {extent.count} + EPS)"]),
+        *extent.each_statistic(frame, [f"rstd[{at_stat}] = T.rsqrt({extent.mean(f'rstd[{at_stat}]')} + EPS)"]),
     ]
     if stage.params["writes_mean"]:
         lines += extent.store(frame, "Mean", "mean")

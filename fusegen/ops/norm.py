@@ -198,6 +198,13 @@ class Extent:
         """The number of columns a statistic averages over."""
         return {"row": HIDDEN, "head": HEAD_DIM, "columns": f"({NORM_END} - {NORM_START})"}[self.over]
 
+    def mean(self, total: str) -> str:
+        """`total` averaged over the count's columns, as a multiply by the reciprocal: nvcc divides by a
+        constant that is not a power of two in ~10 instructions on every row (IEEE rounding, with a slow-path
+        check); the reciprocal rounds once more (≤ 1 ulp, far inside the tolerances) and is exact for a
+        power of two."""
+        return f"{total} * (1.0 / {self.count})"
+
     def each_statistic(self, frame: KernelFrame, statements: list[str]) -> list[str]:
         """`statements` (indexed with at_statistic) for every statistic of the block."""
         if self.over == "head":

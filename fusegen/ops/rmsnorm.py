@@ -135,7 +135,7 @@ def _scale_expr(stage: Stage, frame: KernelFrame, value: str) -> str:
 def _rstd_lines(stage: Stage, frame: KernelFrame) -> list[str]:
     extent = Extent.read(stage.params)
     at = extent.at_statistic(frame)
-    lines = extent.each_statistic(frame, [f"rstd[{at}] = T.rsqrt(rstd[{at}] / {extent.count} + EPS)"])
+    lines = extent.each_statistic(frame, [f"rstd[{at}] = T.rsqrt({extent.mean(f'rstd[{at}]')} + EPS)"])
     if stage.params["writes_rstd"]:
         lines += extent.store(frame, "Rstd", "rstd")
     return lines

@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const
   for (int w = 1; w < 4; ++w) {
     mean[0] = (mean[0] + ((float*)row_sum_warps)[w]);
   }
-  mean[0] = (mean[0] / 0x1p+12f/*4.096000e+03*/);
+  mean[0] = (mean[0] * 0x1p-12f/*2.441406e-04*/);
   #pragma unroll
   for (int i_4 = 0; i_4 < 8; ++i_4) {
     float4 __2;
@@ -119,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) layer_norm_fwd_kernel(const
   for (int w_1 = 1; w_1 < 4; ++w_1) {
     rstd[0] = (rstd[0] + ((float*)centered_sum_warps)[w_1]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
   if (((int)threadIdx.x) == 0) {
     Mean[((int64_t)((int)blockIdx.x))] = mean[0];
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];

@@ -84,7 +84,7 @@ def fused_program(threads: int, vector: int):
             mean[0] = row_sum_warps[0, 0]
             for w in T.serial(1, warps):
                 mean[0] = mean[0] + row_sum_warps[0, w]
-            mean[0] = mean[0] / HIDDEN
+            mean[0] = mean[0] * (1.0 / HIDDEN)
             for j in T.Parallel(HIDDEN):
                 row[j] = row[j] - mean[0]
             for j in T.Parallel(HIDDEN):
@@ -102,7 +102,7 @@ def fused_program(threads: int, vector: int):
             rstd[0] = centered_sum_warps[0, 0]
             for w in T.serial(1, warps):
                 rstd[0] = rstd[0] + centered_sum_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
             T.copy(mean, Mean[block])
             T.copy(rstd, Rstd[block])
             for j in T.Parallel(HIDDEN):

@@ -70,7 +70,7 @@ def fused_program(threads: int, vector: int):
             rstd[0] = sumsq_warps[0, 0]
             for w in T.serial(1, warps):
                 rstd[0] = rstd[0] + sumsq_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
             for j in T.Parallel(HIDDEN):
                 row_shared[j] = T.cast(T.cast(row_shared[j], "float32") * rstd[0] * Weight[j], "float16")
             T.copy(row_shared, Y[block, 0], disable_tma=True)

@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
   for (int w = 1; w < 4; ++w) {
     rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_4 = 0; i_4 < 8; ++i_4) {
     float4 __3;
@@ -201,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(
   for (int w = 1; w < 16; ++w) {
     rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_2 = 0; i_2 < 2; ++i_2) {
     float4 __3;

@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fp8_onl
   for (int w = 1; w < 8; ++w) {
     rstd[0] = (rstd[0] + ((float*)sumsq_warps)[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_4 = 0; i_4 < 4; ++i_4) {
     float4 __3;
@@ -325,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fp8_onl
     rstd[0] = (rstd[0] + ((float*)sumsq_row_amax_warps)[w]);
     group_scale[0] = max(group_scale[0], ((float*)sumsq_row_amax_warps)[(w + 4)]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_8 = 0; i_8 < 8; ++i_8) {
     float4 __6;

@@ -109,7 +109,7 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
                 rstd[0] = sumsq_warps[0, 0]
                 for w in T.serial(1, warps):
                     rstd[0] = rstd[0] + sumsq_warps[0, w]
-                rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+                rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
                 for j in T.Parallel(HIDDEN):
                     row[j] = row[j] * rstd[0] * weight_staged[j]
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---
@@ -142,7 +142,7 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
                 for w in T.serial(1, warps):
                     rstd[0] = rstd[0] + sumsq_row_amax_warps[0, w]
                     group_scale[0] = T.max(group_scale[0], sumsq_row_amax_warps[1, w])
-                rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+                rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
                 for j in T.Parallel(HIDDEN):
                     row[j] = row[j] * rstd[0]
                 group_scale[0] = T.max(group_scale[0] * rstd[0], AMAX_FLOOR) / FP8_MAX

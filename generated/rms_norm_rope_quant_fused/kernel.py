@@ -107,7 +107,7 @@ def fused_program(threads: int, vector: int, prefetch: bool):
             rstd[0] = sumsq_warps[0, 0]
             for w in T.serial(1, warps):
                 rstd[0] = rstd[0] + sumsq_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
             for j in T.Parallel(HIDDEN):
                 row[j] = row[j] * rstd[0] * (weight_staged[j] if prefetch else Weight[j])
             # --- op[1] RoPE(neox, tail 64 columns [4032, 4096)) ---

@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_splitk_kernel(cons
   for (int w = 1; w < 4; ++w) {
     rstd[0] = (rstd[0] + sumsq_warps[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+12f/*4.096000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-12f/*2.441406e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int k_1 = 0; k_1 < 4; ++k_1) {
     {

@@ -72,7 +72,7 @@ def fused_program(threads: int, vector: int):
             rstd[0] = sumsq_warps[0, 0]
             for w in T.serial(1, warps):
                 rstd[0] = rstd[0] + sumsq_warps[0, w]
-            rstd[0] = T.rsqrt(rstd[0] / HIDDEN + EPS)
+            rstd[0] = T.rsqrt(rstd[0] * (1.0 / HIDDEN) + EPS)
             for k in T.unroll(4):
                 chunk_start = (4 - 1 - k) * 1024
                 T.copy(X[block, chunk_start], chunk)

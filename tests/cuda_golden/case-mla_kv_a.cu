@@ -111,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(64, 1) mla_kv_a_kernel(const float*
   __syncthreads();
   rstd[0] = ((float*)sumsq_warps)[0];
   rstd[0] = (rstd[0] + ((float*)sumsq_warps)[1]);
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+9f/*5.120000e+02*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-9f/*1.953125e-03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   if (((int)threadIdx.x) == 0) {
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];
   }
@@ -293,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
   }
   __syncthreads();
   rstd[0] = ((float*)sumsq_warps)[0];
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+9f/*5.120000e+02*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-9f/*1.953125e-03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   if (((int)threadIdx.x) == 0) {
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];
   }

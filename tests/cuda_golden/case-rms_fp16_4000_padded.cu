@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_fp16_4000_padded_kernel
   for (int w = 1; w < 4; ++w) {
     rstd[0] = (rstd[0] + sumsq_warps[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1.f4p+11f/*4.000000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1.0624dd2f1a9fcp-12f/*2.500000e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int i_4 = 0; i_4 < 8; ++i_4) {
     float4 __3;

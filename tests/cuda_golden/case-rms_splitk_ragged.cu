@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_splitk_ragged_kernel(co
   for (int w = 1; w < 4; ++w) {
     rstd[0] = (rstd[0] + sumsq_warps[w]);
   }
-  rstd[0] = rsqrtf(((rstd[0] / 0x1.4p+12f/*5.120000e+03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1.999999999999ap-13f/*1.953125e-04*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   #pragma unroll
   for (int k_1 = 0; k_1 < 5; ++k_1) {
     {

@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) stream_ln_y_mean_kernel(cons
     __syncthreads();
     mean[0] = ((float*)row_sum_warps)[0];
     mean[0] = (mean[0] + ((float*)row_sum_warps)[1]);
-    mean[0] = (mean[0] / 0x1.8p+10f/*1.536000e+03*/);
+    mean[0] = (mean[0] * 0x1.5555555555555p-11f/*6.510417e-04*/);
     #pragma unroll
     for (int i_8 = 0; i_8 < 6; ++i_8) {
       float4 __2;
@@ -193,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(64, 8) stream_ln_y_mean_kernel(cons
     __syncthreads();
     rstd[0] = ((float*)centered_sum_warps)[0];
     rstd[0] = (rstd[0] + ((float*)centered_sum_warps)[1]);
-    rstd[0] = rsqrtf(((rstd[0] / 0x1.8p+10f/*1.536000e+03*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
+    rstd[0] = rsqrtf(((rstd[0] * 0x1.5555555555555p-11f/*6.510417e-04*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
     if (((int)threadIdx.x) == 0) {
       Mean[((((int64_t)step) * (int64_t)1056) + ((int64_t)((int)blockIdx.x)))] = mean[0];
     }

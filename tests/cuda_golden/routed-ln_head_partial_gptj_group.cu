@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
     mean[0] = (mean[0] + row[rv]);
   }
   mean[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<512>>::run(mean[0]);
-  mean[0] = (mean[0] / 0x1p+6f/*6.400000e+01*/);
+  mean[0] = (mean[0] * 0x1p-6f/*1.562500e-02*/);
   #pragma unroll
   for (int i_1 = 0; i_1 < 2; ++i_1) {
     float4 __2;
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
     rstd[0] = (rstd[0] + centered_sq[rv_1]);
   }
   rstd[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<512>>::run(rstd[0]);
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+6f/*6.400000e+01*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-6f/*1.562500e-02*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
   if ((((int)threadIdx.x) % 8) == 0) {
     if (((int)threadIdx.x) < 128) {
       Mean[((((int64_t)((int)blockIdx.x)) * (int64_t)16) + (((int64_t)((int)threadIdx.x)) >> (int64_t)3))] = mean[0];
@@ -316,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
     mean[0] = (mean[0] + row[rv]);
   }
   mean[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<256>>::run(mean[0]);
-  mean[0] = (mean[0] / 0x1p+6f/*6.400000e+01*/);
+  mean[0] = (mean[0] * 0x1p-6f/*1.562500e-02*/);
   #pragma unroll
   for (int i_1 = 0; i_1 < 2; ++i_1) {
     float4 __2;
@@ -344,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
     rstd[0] = (rstd[0] + centered_sq[rv_1]);
   }
   rstd[0] = tl::AllReduce<tl::SumOp, 8, 1, 0, tl::NamedBarrier<256>>::run(rstd[0]);
-  rstd[0] = rsqrtf(((rstd[0] / 0x1p+6f/*6.400000e+01*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
+  rstd[0] = rsqrtf(((rstd[0] * 0x1p-6f/*1.562500e-02*/) + 0x1.4f8b588e368f1p-17f/*1.000000e-05*/));
   if ((((int)threadIdx.x) % 8) == 0) {
     if (((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m) {
       Mean[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + (((int64_t)((int)threadIdx.x)) >> (int64_t)3))] = mean[0];
