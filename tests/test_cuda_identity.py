@@ -6,7 +6,8 @@ case-mla_kv_a, case-quant_column_pinned_block_m4, routed-ln_head_partial_gptj_gr
 routed-rope_tail_neox_64 rewritten when gptj pairs turned in registers and every block row took warps
 of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_group rewritten when the
 fp8 amax began reducing |row| instead of TileLang's reduce_absmax; every one rewritten when kernels began
-telling nvcc threadIdx.x < threads, and again when the norms' means became multiplies by 1 / N): a change to how kernel.py reads must not
+telling nvcc threadIdx.x < threads, and again when the norms' means became multiplies by 1 / N;
+the two quant ones when the scale's division became two fmas): a change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 
@@ -99,3 +100,21 @@ def test_the_thread_bound_check_wants_the_bound_unfolded():
     assert not thread_bound(source.replace(told, "__builtin_assume((bool)1);"), 128).ok
     assert not thread_bound(source.replace(told, ""), 128).ok
     assert not thread_bound(source, 256).ok
+
+
+def test_the_scale_check_wants_fmas_not_a_division():
+    """quant_fp8's CUDA check "scale by fmas, no division" passes the golden quant kernel and fails it with
+    the scale written as the division nvcc compiles with a branch to its slow path."""
+    from types import SimpleNamespace
+
+    from fusegen.ops.quant_fp8 import check_cuda
+
+    source = (GOLDEN / "case-quant_column_pinned_block_m4.cu").read_text()
+    step = next(line for line in source.splitlines() if "group_scale[i_3] = __fmaf_rn(" in line)
+    divided = source.replace(step, "    group_scale[i_3] = (group_scale[i_3] / 0x1.cp+8f/*4.480000e+02*/);")
+
+    def scale_check(cuda: str) -> bool:
+        return next(c for c in check_cuda(cuda, SimpleNamespace(vector_elems=8)) if c.name == "scale by fmas, no division").ok
+
+    assert scale_check(source)
+    assert not scale_check(divided)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from dataclasses import dataclass
 from typing import Literal
 
@@ -131,6 +132,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
     scale_shape = ctx.rows() if per_token else ctx.rows(_groups(ctx.padded_hidden, op.group_size))
     constants = (
         Constant("FP8_MAX", FP8_MAX[op.fp8], f"the largest finite {op.fp8}: a group's amax maps to it"),
+        Constant("FP8_MAX_RECIPROCAL", fp8_max_reciprocal(FP8_MAX[op.fp8]), "the float32 nearest 1 / FP8_MAX"),
         Constant("AMAX_FLOOR", op.amax_floor, "an all-zero group's amax, so its scale stays a normal float32"),
     )
     if not per_token:
@@ -194,9 +196,64 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
 POWER_OF_TWO_CEIL = (0x7FFFFF, 0x7F800000)
 
 
+def fp8_max_reciprocal(fp8_max: float) -> float:
+    """The float32 nearest 1 / fp8_max, as the kernel's FP8_MAX_RECIPROCAL."""
+    return struct.unpack("f", struct.pack("f", 1.0 / fp8_max))[0]
+
+
+def _quotient(amax: str) -> str:
+    """amax / FP8_MAX, correctly rounded, without a division: q = amax · (1/FP8_MAX) is within an ulp, its
+    error amax − q · FP8_MAX is exact in one fma, and one more fma corrects q by it (Markstein). nvcc's
+    division by the constant is this sequence behind a range check and a branch to its slow path, ~8
+    instructions a group more on every row; for a normal quotient the branch is never taken, and
+    quotient_is_exact shows the sequence alone gives the division's bits for every float32 amax."""
+    estimate = f"T.fmul({amax}, FP8_MAX_RECIPROCAL)"
+    return f"T.fma(T.fma({estimate}, -FP8_MAX, {amax}), FP8_MAX_RECIPROCAL, {estimate})"
+
+
+def quotient_is_exact(fp8_max: float) -> bool:
+    """Whether _quotient gives the correctly rounded amax / fp8_max for every float32 amax of a normal
+    quotient (amax_floor keeps it so). Every significand of one binade is checked, emulated exactly in
+    float64 (torch): scaling amax by 2^k scales each step exactly, the fma's error term included (a
+    multiple of q's ulp · fp8_max's, representable down to 2^-149), so one binade stands for all."""
+    import torch
+
+    reciprocal, divisor = fp8_max_reciprocal(fp8_max), float(fp8_max)
+    amax = torch.arange(2**23, 2**24, dtype=torch.float64)  # the significands, exact in float32
+    estimate = (amax * reciprocal).float().double()  # 24 × 24 bits: the product is exact, one rounding
+    error = amax - estimate * divisor  # exact in float64: fp8_max has few significant bits
+    if not torch.equal(error.float().double(), error):
+        return False  # the fma's error term would round
+    # q + error · reciprocal rounded once to float32: the float64 sum and its exact remainder (TwoSum);
+    # the float32 rounding of the sum differs from the exact one only where the sum is a float32 midpoint.
+    product = error * reciprocal  # exact: 24 × 24 bits
+    total = estimate + product
+    remainder = (estimate - (total - (total - estimate))) + (product - (total - estimate))
+    corrected = total.float()
+    offset = total - corrected.double()
+    half_ulp = (torch.nextafter(corrected, torch.tensor(math.inf)) - corrected).double() / 2
+    midpoint = (offset.abs() == half_ulp) & (remainder != 0) & ((remainder > 0) == (offset > 0))
+    corrected = torch.where(midpoint, torch.nextafter(corrected, torch.where(offset > 0, math.inf, -math.inf).float()), corrected)
+    # The exact quotient's float32 rounding in integers: amax = m, fp8_max = odd · 2^e (an integer).
+    odd = int(divisor)
+    while odd % 2 == 0:
+        odd //= 2
+    shift = odd.bit_length()  # m · 2^shift / odd lands in [2^23, 2^25)
+    numerator = torch.arange(2**23, 2**24, dtype=torch.int64) << shift
+    quotient, rest = numerator // odd, numerator % odd
+    wide = quotient >= 2**24
+    quotient = torch.where(wide, numerator // (2 * odd), quotient)
+    rest = torch.where(wide, numerator % (2 * odd), rest)
+    bound = torch.where(wide, 2 * odd, odd)
+    up = (2 * rest > bound) | ((2 * rest == bound) & (quotient % 2 == 1))
+    quotient = quotient + up.long()
+    value = quotient.double() * torch.where(wide, 2.0, 1.0) * 2.0**-shift * (odd / divisor)
+    return torch.equal(corrected.double(), value)
+
+
 def _scale_expr(params: dict, amax: str) -> str:
-    """The kernel's scale from a group's amax (AMAX_FLOOR and FP8_MAX: the stage's constants)."""
-    scale = f"T.max({amax}, AMAX_FLOOR) / FP8_MAX"
+    """The kernel's scale from a group's floored amax (FP8_MAX, FP8_MAX_RECIPROCAL: the stage's constants)."""
+    scale = _quotient(amax)
     if params["scale"] == "ue8m0":
         carry, exponent = POWER_OF_TWO_CEIL
         bits = f'T.reinterpret({scale}, "int32")'
@@ -254,7 +311,9 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
     return [
         *each_group(
             [
-                f"group_scale[{at}] = {_scale_expr(p, amax)}",
+                f"group_scale[{at}] = T.max({amax}, AMAX_FLOOR)",
+                "# / FP8_MAX, correctly rounded, by two fmas (no division: quant_fp8.quotient_is_exact)",
+                f"group_scale[{at}] = {_scale_expr(p, f'group_scale[{at}]')}",
                 f"inverse_scale[{at}] = {_reciprocal(f'group_scale[{at}]')}",
             ]
         ),
@@ -503,6 +562,12 @@ def check_cuda(source: str, schedule: Schedule) -> list[Check]:
     magnitudes = "fabsf(" in source
     negated = len(re.findall(r"max\([^;]*\(0x0p\+0f[^;]*- row\[", source))
     checks.append(Check("amax of |x|", magnitudes and not negated, f"fabsf: {magnitudes}, max(x, 0 - x) steps: {negated}"))
+    # The scale is the quotient by two fmas (_quotient): nvcc's division would bring back its branch.
+    fmas = len(re.findall(r"__fmaf_rn\(", source))
+    divisions = len(re.findall(r"group_scale\[[^\]]*\] = [^;]* / ", source))
+    checks.append(
+        Check("scale by fmas, no division", fmas >= 2 and not divisions, f"fmas: {fmas}, divisions into group_scale: {divisions}")
+    )
     return checks
 
 

@@ -168,7 +168,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   for (int w_1 = 1; w_1 < 8; ++w_1) {
     group_scale[0] = max(group_scale[0], ((float*)row_amax_warps)[w_1]);
   }
-  group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
+  group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 4; ++i_9) {
@@ -354,7 +355,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   for (int w_1 = 1; w_1 < 4; ++w_1) {
     group_scale[0] = max(group_scale[0], ((float*)row_amax_warps)[w_1]);
   }
-  group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
+  group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_8 = 0; i_8 < 8; ++i_8) {

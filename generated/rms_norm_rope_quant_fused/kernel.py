@@ -30,6 +30,7 @@ ROPE_START = 4032  # RoPE: the span's first column
 ROPE_DIM = 64  # RoPE: the span's width
 ROPE_HALF = 32  # RoPE: its pairs, the columns of cos and sin, the distance of neox partners
 FP8_MAX = 448.0  # the largest finite e4m3fn: a group's amax maps to it
+FP8_MAX_RECIPROCAL = 0.0022321429569274187  # the float32 nearest 1 / FP8_MAX
 AMAX_FLOOR = 1e-10  # an all-zero group's amax, so its scale stays a normal float32
 TOKENS = None
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
@@ -137,7 +138,9 @@ def fused_program(threads: int, vector: int, prefetch: bool):
             group_scale[0] = row_amax_warps[0, 0]
             for w in T.serial(1, warps):
                 group_scale[0] = T.max(group_scale[0], row_amax_warps[0, w])
-            group_scale[0] = T.max(group_scale[0], AMAX_FLOOR) / FP8_MAX
+            group_scale[0] = T.max(group_scale[0], AMAX_FLOOR)
+            # / FP8_MAX, correctly rounded, by two fmas (no division: quant_fp8.quotient_is_exact)
+            group_scale[0] = T.fma(T.fma(T.fmul(group_scale[0], FP8_MAX_RECIPROCAL), -FP8_MAX, group_scale[0]), FP8_MAX_RECIPROCAL, T.fmul(group_scale[0], FP8_MAX_RECIPROCAL))
             inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
             for j in T.Parallel(HIDDEN):
                 quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")

@@ -74,7 +74,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
   }
   #pragma unroll
   for (int i_3 = 0; i_3 < 4; ++i_3) {
-    group_scale[i_3] = (max(group_scale[i_3], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+    group_scale[i_3] = max(group_scale[i_3], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
+    group_scale[i_3] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[i_3], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[i_3]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[i_3], 0x1.24924ap-9f/*2.232143e-03*/));
     inverse_scale[i_3] = __frcp_rn(group_scale[i_3]);
   }
   #pragma unroll

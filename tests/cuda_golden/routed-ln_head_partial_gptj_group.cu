@@ -205,7 +205,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) ln_head_partial_gptj_group_
     group_scale[0] = max(group_scale[0], row_abs[rv_2]);
   }
   group_scale[0] = tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<512>>::run(group_scale[0]);
-  group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
+  group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 2; ++i_9) {
@@ -441,7 +442,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
     group_scale[0] = max(group_scale[0], row_abs[rv_2]);
   }
   group_scale[0] = tl::AllReduce<tl::MaxOp, 8, 1, 0, tl::NamedBarrier<256>>::run(group_scale[0]);
-  group_scale[0] = (max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/) / 0x1.cp+8f/*4.480000e+02*/);
+  group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
+  group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
   inverse_scale[0] = __frcp_rn(group_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 2; ++i_9) {
