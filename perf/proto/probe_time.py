@@ -4,7 +4,9 @@ of the GPU or host moves them all alike), against the copy ceiling measured befo
 
     python perf/proto/probe_time.py BUILD OUT.json [ROUNDS]
 
-Each kernel: ledger bytes (plan.json) / median of its rounds' graph-timed medians; × copy beside it."""
+Each kernel: ledger bytes (plan.json) / median of its rounds' graph-timed medians; × copy beside it.
+Two builds of one spec named NAME_old and NAME_new are first run on the same inputs and their outputs
+compared bit for bit."""
 
 from __future__ import annotations
 
@@ -25,6 +27,15 @@ def ledger_bytes(plan: dict, tokens: int) -> int:
     return Ledger(tuple(LedgerLine(**line) for line in plan["ledger"]["fused"]), ()).fused_bytes(tokens)
 
 
+def identical(old, new) -> str:
+    """Whether two builds of one spec (a pair named _old / _new) write the same bits on the same inputs."""
+    inputs = old[1][0]
+    got = [o.view(torch.uint8) if o.element_size() == 1 else o for o in old[0](*inputs)]
+    want = [o.view(torch.uint8) if o.element_size() == 1 else o for o in new[0](*inputs)]
+    same = all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    return "outputs bit-identical" if same else "OUTPUTS DIFFER"
+
+
 def main(build: Path, out: Path, rounds: int) -> None:
     sys.path.insert(0, str(build.parent))
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -43,6 +54,9 @@ def main(build: Path, out: Path, rounds: int) -> None:
             continue
         kernels[directory.name] = (module.kernel, sets, tokens, moved)
         print(f"compiled {directory.name}", flush=True)
+    for name in kernels:
+        if name.endswith("_old") and (newer := name.removesuffix("_old") + "_new") in kernels:
+            print(f"{name.removesuffix('_old')}: {identical(kernels[name], kernels[newer])}", flush=True)
     copy_before = copy_ceiling()
     samples = {name: [] for name in kernels}
     names = list(kernels)
