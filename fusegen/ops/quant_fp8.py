@@ -231,9 +231,10 @@ def quotient_is_exact(fp8_max: float) -> bool:
     remainder = (estimate - (total - (total - estimate))) + (product - (total - estimate))
     corrected = total.float()
     offset = total - corrected.double()
-    half_ulp = (torch.nextafter(corrected, torch.tensor(math.inf)) - corrected).double() / 2
-    midpoint = (offset.abs() == half_ulp) & (remainder != 0) & ((remainder > 0) == (offset > 0))
-    corrected = torch.where(midpoint, torch.nextafter(corrected, torch.where(offset > 0, math.inf, -math.inf).float()), corrected)
+    toward_total = torch.where(offset > 0, math.inf, -math.inf).float()
+    neighbour = torch.nextafter(corrected, toward_total)  # the float32 on the sum's side (a binade's edge too)
+    midpoint = (2 * offset.abs() == (neighbour - corrected).double().abs()) & (remainder != 0) & ((remainder > 0) == (offset > 0))
+    corrected = torch.where(midpoint, neighbour, corrected)
     # The exact quotient's float32 rounding in integers: amax = m, fp8_max = odd · 2^e (an integer).
     odd = int(divisor)
     while odd % 2 == 0:
