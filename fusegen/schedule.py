@@ -35,7 +35,7 @@ MAX_BLOCK_M = 16
 DEFAULT_PREFETCH = True
 
 
-def _power_of_two(value: int) -> bool:
+def power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
@@ -80,7 +80,7 @@ def _row_schedule(
         vector = 16 // elem
         while vector >= 1:
             tile = threads // block_m * vector  # the row tile: one block row's threads × vector
-            if tile % multiple and not _power_of_two(threads):
+            if tile % multiple and not power_of_two(threads):
                 # A quantisation group would straddle the wrap from the last thread back to the first.
                 # The GPU matrix runs group quantisation on power-of-two tiles only, so other thread
                 # counts are offered only where groups tile them evenly.
@@ -110,7 +110,7 @@ def _row_schedule(
                     # a count that covers it whole (issue 16, session 12's full tune: LayerNorm 3840 on 96
                     # threads 62.9 µs at 16384 tokens against 75.3 on 128 padded to 4096, and 160 threads at 8
                     # and 256 tokens; docs/bench/tune/tune-s12-check.json).
-                    not _power_of_two(threads),
+                    not power_of_two(threads),
                     # Wide rows: a block size that leaves room for only one block per SM starves it (MLA q_b,
                     # 24576 bf16 columns: 1024 threads 0.80 × copy, 768 0.80, both one block per SM; 512 and
                     # 384 threads with a launch bound of two 0.98 and 0.99; docs/bench/sweep/ab.md).
@@ -560,7 +560,7 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     few_token_threads where the rows stay whole)."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
-    block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if _power_of_two(b))) or 1
+    block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b))) or 1
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f'only applies to variant = "splitk", not "{hints.variant}"')
     if hints.ring_slots != "auto" and hints.variant != "stream":

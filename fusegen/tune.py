@@ -27,7 +27,15 @@ from pydantic import ValidationError
 from .errors import ChainError, SpecError, one_line
 from .model import Plan, Schedule, TokenRange
 from .plan import plan, staged_inputs
-from .schedule import FRAGMENT_SQUEEZE, SM_REGISTERS, STREAM_MIN_ELEMS_PER_THREAD, fragment_registers, row_splits, thread_counts
+from .schedule import (
+    FRAGMENT_SQUEEZE,
+    SM_REGISTERS,
+    STREAM_MIN_ELEMS_PER_THREAD,
+    fragment_registers,
+    power_of_two,
+    row_splits,
+    thread_counts,
+)
 from .spec import KernelSpec, ScheduleHints
 from .tuning import (
     BUCKETS,
@@ -138,10 +146,11 @@ def rank_key(p: Plan) -> tuple:
     7168); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
     per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
     block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
-    power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a fresh full tune of three
-    sweep specs (session 12) was won by 384, 160 and 96 threads where quick had timed only powers of two,
-    and replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets
-    and one within 2 % in 96 % (powers of two first: 77 % and 91 %; docs/bench/tune/quick-check-s12.md)."""
+    power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a
+    fresh full tune of three sweep specs (session 12) was won by 384, 160 and 96 threads where quick had
+    timed only powers of two, and replaying quick over the committed full tunes so ranked finds the winner
+    in 84 % of 165 buckets and one within 2 % in 96 % (powers of two first: 77 % and 91 %;
+    docs/bench/tune/quick-check-s12.md)."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
@@ -152,7 +161,7 @@ def rank_key(p: Plan) -> tuple:
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
         abs(math.log2(s.elems_per_thread / 32)),
-        s.threads & (s.threads - 1) != 0,
+        not power_of_two(s.threads),
         not s.joint_reduction,
         not s.prefetch,
         s.threads,
