@@ -65,26 +65,29 @@ def test_the_corpus_routes_every_per_head_and_column_range_case():
     assert {"oracle-mla_kv_a", "oracle-ln_head_partial_gptj_group"} <= shaped
 
 
-def test_the_amax_check_tells_fabsf_from_a_max_of_x_and_its_negation():
-    """quant_fp8's CUDA check "amax of |x|" passes the golden quant kernel and fails the same kernel with
-    its amax step written as TileLang's reduce_absmax wrote it (a negate and two maxes per element)."""
+QUANT_GOLDEN = "case-quant_column_pinned_block_m4.cu"  # bf16 in 16-byte vectors: 8 values an access
+
+
+def quant_check_passes(cuda: str, name: str) -> bool:
+    """Whether quant_fp8's CUDA check `name` passes on `cuda` (a kernel of 8-value vectors)."""
     from types import SimpleNamespace
 
     from fusegen.ops.quant_fp8 import check_cuda
 
-    source = (GOLDEN / "case-quant_column_pinned_block_m4.cu").read_text()
+    return next(c for c in check_cuda(cuda, SimpleNamespace(vector_elems=8)) if c.name == name).ok
+
+
+def test_the_amax_check_tells_fabsf_from_a_max_of_x_and_its_negation():
+    """quant_fp8's CUDA check "amax of |x|" passes the golden quant kernel and fails the same kernel with
+    its amax step written as TileLang's reduce_absmax wrote it (a negate and two maxes per element)."""
+    source = (GOLDEN / QUANT_GOLDEN).read_text()
     step = "group_scale[i_2] = max(group_scale[i_2], row_abs[((i_2 * 8) + rv)]);"
     assert step in source
     negated = source.replace("fabsf(", "(").replace(
         step, "group_scale[i_2] = max(group_scale[i_2], max(row[((i_2 * 8) + rv)], (0x0p+0f/*0.000000e+00*/ - row[((i_2 * 8) + rv)])));"
     )
-    schedule = SimpleNamespace(vector_elems=8)
-
-    def amax_check(cuda: str) -> bool:
-        return next(c for c in check_cuda(cuda, schedule) if c.name == "amax of |x|").ok
-
-    assert amax_check(source)
-    assert not amax_check(negated)
+    assert quant_check_passes(source, "amax of |x|")
+    assert not quant_check_passes(negated, "amax of |x|")
 
 
 def test_the_thread_bound_check_wants_the_bound_unfolded():
@@ -105,16 +108,8 @@ def test_the_thread_bound_check_wants_the_bound_unfolded():
 def test_the_scale_check_wants_fmas_not_a_division():
     """quant_fp8's CUDA check "scale by fmas, no division" passes the golden quant kernel and fails it with
     the scale written as the division nvcc compiles with a branch to its slow path."""
-    from types import SimpleNamespace
-
-    from fusegen.ops.quant_fp8 import check_cuda
-
-    source = (GOLDEN / "case-quant_column_pinned_block_m4.cu").read_text()
+    source = (GOLDEN / QUANT_GOLDEN).read_text()
     step = next(line for line in source.splitlines() if "group_scale[i_3] = __fmaf_rn(" in line)
     divided = source.replace(step, "    group_scale[i_3] = (group_scale[i_3] / 0x1.cp+8f/*4.480000e+02*/);")
-
-    def scale_check(cuda: str) -> bool:
-        return next(c for c in check_cuda(cuda, SimpleNamespace(vector_elems=8)) if c.name == "scale by fmas, no division").ok
-
-    assert scale_check(source)
-    assert not scale_check(divided)
+    assert quant_check_passes(source, "scale by fmas, no division")
+    assert not quant_check_passes(divided, "scale by fmas, no division")
