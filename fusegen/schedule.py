@@ -211,7 +211,8 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
             f"are not a multiple of {least}; set threads",
         )
     row_threads = threads // block_m
-    while vector > 1 and blk_k % (row_threads * vector):
+    # A vector must not straddle rows, which start every hidden elements, nor a chunk's row tile.
+    while vector > 1 and (blk_k % (row_threads * vector) or spec.hidden % vector):
         vector //= 2
     if blk_k % row_threads:
         raise ChainError("schedule.blk_k", f"must be a multiple of the threads of one block row = {row_threads}, got {blk_k}")

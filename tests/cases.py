@@ -518,7 +518,17 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # A random-spec hunt (session 15) found split-K taking 16-byte vectors here: rows start every 1001
+    # elements, so TileLang fell back to scalar accesses and the kernel failed its CUDA checks.
+    "rms_splitk_odd_width": case(
+        "split-K over an odd width (1001 float32 columns, 256-wide chunks): 4-byte accesses",
+        [RMS],
+        "float32",
+        1001,
+        schedule={"variant": "splitk", "blk_k": 256},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
