@@ -74,6 +74,7 @@ def _row_schedule(
     n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
+    refused_by_ops = False  # a layout within the register limit that an op's layout rule refused
     for threads in (threads_hint,) if threads_hint else thread_counts(spec):
         if threads % (WARP_THREADS * block_m):
             continue  # every block row takes whole warps of its own (model.Layout)
@@ -92,6 +93,7 @@ def _row_schedule(
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
             usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads // block_m) for op in spec.op)
+            refused_by_ops |= per_thread <= HARD_ELEMS_PER_THREAD and n % vector == 0 and not usable
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
@@ -133,6 +135,11 @@ def _row_schedule(
                 "head_dim",
                 f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: {'; '.join(rules)}, "
                 f"with the padded row at most {HARD_ELEMS_PER_THREAD} values a thread (head sizes such as 64, 96, 128, 192, 256 fit)",
+            )
+        if threads_hint and rules and refused_by_ops:
+            raise ChainError(
+                "schedule.threads",
+                f"with threads = {threads_hint} no vector width lays the row out as this chain needs: {'; '.join(rules)}",
             )
         where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
         raise ChainError(
