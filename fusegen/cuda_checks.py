@@ -83,6 +83,14 @@ def thread_bound(source: str, threads: int) -> Check:
     return Check("nvcc told threadIdx.x < threads", told == [str(threads)], f"assumed bounds {told}, threads {threads}")
 
 
+def unrestricted(source: str, params: list[str]) -> Check:
+    """The kernel declares these parameters without __restrict__ (schedule.with_pinned_side_inputs), so ptxas
+    keeps their loads where the program puts them."""
+    declared = {p: re.findall(rf"(\S+\*(?: __restrict__)?) {p}\b[,)]", source) for p in params}
+    ok = all(found and not any("__restrict__" in d for d in found) for found in declared.values())
+    return Check("pinned side inputs not __restrict__", ok, ", ".join(f"{p}: {found}" for p, found in declared.items()))
+
+
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
     """The checks of every program, each against the CUDA compiled from it."""
     programs = plan.programs
@@ -100,11 +108,14 @@ def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
 def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
     # Imported here, not above: each op module builds its checks from this module's helpers.
     from .ops import REGISTRY
+    from .plan import staged_inputs
 
     s = route.schedule
     checks = [thread_bound(source, s.threads), row_access(source, "X", s.vector_bytes, "row loads")]
     if plan.writes_y:
         checks.append(row_access(source, "Y", s.vector_bytes, "row stores"))
+    if s.pinned_side_inputs:
+        checks.append(unrestricted(source, [t.param for t in staged_inputs(route.stages) if t.per_column]))
     for stage in route.stages:
         checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)

@@ -35,7 +35,7 @@ from .model import (
 )
 from .ops import REGISTRY
 from .plan import plan_as_dict, reduction_buffers, staged_buffers, staged_inputs
-from .schedule import joint_span
+from .schedule import joint_span, pins_side_inputs
 
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 # The T.prim_func inside each program factory: one fixed name, so the kernel's name cannot shadow what the
@@ -116,6 +116,12 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
         # one reduces and stores (schedule.with_fragment_residency).
         lines.insert(0, f"T.annotate_min_blocks_per_sm({schedule.blocks_per_sm})")
+    if schedule.pinned_side_inputs:
+        pinned = [
+            "# Not __restrict__: ptxas would sink these read-only loads past a barrier (schedule.with_pinned_side_inputs)",
+            f"T.annotate_restrict_buffers({', '.join(t.param for t in side_inputs if t.per_column)})",
+        ]
+        lines[:0] = ["if prefetch:", *indent(pinned, 4)] if prefetch_parameter else pinned
     prologue = frame.stage_inputs(side_inputs)
     if prefetch_parameter:
         prologue = ["if prefetch:", *indent(prologue, 4)]
@@ -345,6 +351,7 @@ def _with_switches(plan: Plan, route: Route, prefetch: bool, joint_reduction: bo
     (plan.staged_buffers, plan.reduction_buffers; with `both_reductions`, those of the joint reduction
     and of separate ones): what a factory serving both values of a switch writes."""
     schedule = replace(route.schedule, prefetch=prefetch, joint_reduction=joint_reduction)
+    schedule = replace(schedule, pinned_side_inputs=pins_side_inputs(schedule, staged_inputs(route.stages)))
     layout = schedule.layout(plan.hidden)
     staged = staged_buffers(schedule, staged_inputs(route.stages), layout) if prefetch else ()
     joint_values = (True, False) if both_reductions else (joint_reduction,)

@@ -34,6 +34,7 @@ from .schedule import (
     few_token_threads,
     joint_span,
     with_joint_reduction,
+    with_pinned_side_inputs,
     with_prefetch,
     with_variant,
 )
@@ -102,6 +103,7 @@ def _route(
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
     schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), side_inputs, stream)
+    schedule = with_pinned_side_inputs(schedule, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":

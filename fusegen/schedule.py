@@ -275,6 +275,35 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     )
 
 
+# ptxas moves read-only (__restrict__) loads across barriers. The staged per-column side inputs, loaded next
+# to the row so that their latency overlaps its own, it may sink past the first reduction, and each row then
+# waits for them there. Held in place (without __restrict__), 16-bit ones cost 8–38 % more registers and a
+# block per SM in 20 of the 32 sweep kernels that stage them (CPU census, perf/probe15/), and sunk they ran
+# faster (H200: bf16 LayerNorm → e5m2 2880 0.80 against 0.65 × copy, fp16 LayerNorm → RoPE 2560 0.96
+# against 0.83; perf/probe14, _a against _b, whose division held them in place). float32 ones held in place
+# keep their blocks per SM in 12 of 13 sweep kernels and 37 of 38 random specs (the two others at 32
+# threads, 23 or more blocks), and held by the division they ran faster despite its instructions (fp32
+# LayerNorm → RoPE → FP8 7168 0.76 against 0.70, → FP8 5120 0.79 against 0.74, 2880 0.93 against 0.91;
+# 1 % slower at 1536 and 3584). Not yet timed held by this rule instead: perf/probe15/ has the A/B to run.
+def pins_side_inputs(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> bool:
+    """Whether a fragment program stages float32 per-column side inputs, whose loads it then keeps in place."""
+    per_column = [t for t in side_inputs if t.per_column]
+    return schedule.variant == "fragment" and schedule.prefetch and bool(per_column) and all(t.dtype == "float32" for t in per_column)
+
+
+def with_pinned_side_inputs(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """The staged float32 per-column side inputs of a fragment program lose __restrict__, so that ptxas keeps
+    their loads where the program puts them: next to the row's."""
+    if not pins_side_inputs(schedule, side_inputs):
+        return schedule
+    names = " and ".join(t.arg for t in side_inputs if t.per_column)
+    why = (
+        f"{names} not marked __restrict__: ptxas keeps the staged float32 loads next to the row's, where it would "
+        "sink read-only ones past the first barrier and each row would wait for them there"
+    )
+    return replace(schedule, pinned_side_inputs=True, reasons=schedule.reasons + (why,))
+
+
 # Per SM: the register file (32-bit registers), the most resident threads, shared memory for blocks.
 SM_REGISTERS = 65536
 SM_THREADS = 2048

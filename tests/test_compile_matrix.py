@@ -86,3 +86,31 @@ def test_stream_compiles_at_its_token_bound_named_min(scratch):
     assert not failures, failures
     with pytest.raises(ChainError, match=rf"^tokens: .*allowed 1 … {limit}$"):
         plan(spec.model_copy(update={"tokens": limit + 1}), "x")
+
+
+def test_a_factory_taking_prefetch_pins_the_side_inputs_of_the_prefetched_program_only(scratch):
+    """fp32 LayerNorm on two routes that differ in prefetch share one factory: weight and bias lose
+    __restrict__ under `if prefetch:` (schedule.with_pinned_side_inputs), so the staged program declares them
+    without it, and the program that reads them where used keeps it."""
+    import sys
+
+    from fusegen.checking import import_plan
+    from fusegen.compile import cuda_sources
+    from fusegen.cuda_checks import check_cuda
+    from fusegen.plan import plan
+    from fusegen.tuning import TunedRoute
+
+    routes = (
+        TunedRoute(1, 64, {"variant": "fragment", "threads": 512, "block_m": 1, "blk_k": "auto", "prefetch": False}, "test"),
+        TunedRoute(65, None, {"variant": "fragment", "threads": 256, "block_m": 1, "blk_k": "auto", "prefetch": True}, "test"),
+    )
+    spec = KernelSpec.model_validate({"name": "ln_fp32_prefetch_routes", "dtype": "float32", "hidden": 4096, "op": [{"kind": "layernorm"}]})
+    planned = plan(spec, "x", routes)
+    assert [r.schedule.pinned_side_inputs for r in planned.routes] == [False, True]
+    kernel_module = sys.modules[import_plan(planned, scratch / "prefetch-routes").__name__ + ".kernel"]
+    assert all("fused_program" in program.__code__.co_names for program in (kernel_module.program_0, kernel_module.program_1))
+    unstaged, staged = cuda_sources(kernel_module)
+    assert "const float* __restrict__ Weight" in unstaged and "const float* __restrict__ Bias" in unstaged
+    assert "const float* Weight" in staged and "const float* Bias" in staged
+    failed = [f"{c.name}: {c.detail}" for c in check_cuda(planned, [unstaged, staged]) if not c.ok]
+    assert not failed, failed

@@ -105,6 +105,18 @@ def test_the_thread_bound_check_wants_the_bound_unfolded():
     assert not thread_bound(source, 256).ok
 
 
+def test_the_pinned_side_input_check_wants_no_restrict():
+    """The CUDA check "pinned side inputs not __restrict__" fails the golden padded kernel, whose Weight is
+    __restrict__, and passes it with the qualifier gone; a parameter the kernel lacks fails it."""
+    from fusegen.cuda_checks import unrestricted
+
+    source = (GOLDEN / "case-rms_fp16_4000_padded.cu").read_text()
+    assert "const half_t* __restrict__ Weight" in source
+    assert not unrestricted(source, ["Weight"]).ok
+    assert unrestricted(source.replace("__restrict__ Weight", "Weight"), ["Weight"]).ok
+    assert not unrestricted(source.replace("__restrict__ Weight", "Weight"), ["Weight", "Bias"]).ok
+
+
 def test_the_scale_check_wants_fmas_not_a_division():
     """quant_fp8's CUDA check "scale by fmas, no division" passes the golden quant kernel and fails it with
     the scale written as the division nvcc compiles with a branch to its slow path."""

@@ -178,6 +178,20 @@ def test_side_inputs_too_big_to_stage_in_two_blocks_are_read_where_used():
     assert (pinned.blocks_per_sm, pinned.prefetch) == (1, True)
 
 
+def test_float32_per_column_side_inputs_keep_their_loads_in_place():
+    """ptxas sank the staged weight and bias of fp32 LayerNorm → FP8 5120 past the first barrier, saving no
+    registers (136 against 138); held in place by a branch it ran 0.79 × copy against 0.74
+    (schedule.with_pinned_side_inputs). 16-bit ones sunk saved a block per SM and ran faster; a stream block
+    stages them once for all its rows."""
+    s = planned([LN, quant(32)], "float32", 5120, outputs={"y": False})
+    assert (s.variant, s.prefetch, s.pinned_side_inputs) == ("fragment", True, True)
+    assert any("not marked __restrict__" in r for r in s.reasons)
+    assert not planned([LN, quant(32)], "bfloat16", 5120, outputs={"y": False}).pinned_side_inputs
+    assert not planned([{"kind": "rmsnorm", "weight": False}, rope()], "float32", 5120).pinned_side_inputs
+    streamed = planned([LN], "float32", 1024, schedule={"variant": "stream"})
+    assert streamed.variant == "stream" and not streamed.pinned_side_inputs
+
+
 def test_rows_with_room_for_several_blocks_get_no_launch_bound():
     for hidden in (1024, 4096, 7168):
         assert planned([RMS, rope(), quant()], hidden=hidden).blocks_per_sm == 1

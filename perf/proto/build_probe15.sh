@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds session 15's probe kernels (perf/probe15/README.md) into perf/probe15/kernels/, untuned, for one
+# device call: `VERIFY=1 bash perf/proto/call_probe.sh perf/probe15/kernels probe15`.
+#   - the pinned side inputs: the sweep's float32 kernels the rule now pins, NAME_old from the tree before it
+#     (BEFORE, default 154ce62) and NAME_new from the working tree;
+#   - the thread bound: the 7 sweep kernels that pad their row, NAME_tb_old from the working tree with
+#     emit.THREAD_BOUND (and its CUDA check) left out, NAME_tb_new from the working tree.
+# Run from the repo root on a machine with tilelang (this one; the device has none). Delete the kernels
+# once timed: they are not committed.
+set -eu
+before=${BEFORE:-154ce62}
+repo=$PWD
+python=${PYTHON:-$repo/.venv/bin/python}
+out=$repo/perf/probe15/kernels
+work=$(mktemp -d)
+trap 'git -C "$repo" worktree remove --force "$work/before" 2>/dev/null || true; rm -rf "$work"' EXIT
+echo '{}' > "$work/untuned.json"
+
+pinned=(sweep_add_rms_f32_1024 sweep_add_rms_f32_3072 sweep_add_rms_f32_6144 sweep_ln_quant_f32_2880
+    sweep_ln_quant_f32_5120 sweep_ln_quant_f32_768 sweep_ln_rope_quant_f32_1536 sweep_ln_rope_quant_f32_3584
+    sweep_ln_rope_quant_f32_7168 sweep_rms_rope_f32_2560 sweep_rms_rope_f32_512 sweep_rms_rope_f32_8192)
+padded=(issue_ln_e5m2_token_bf16_2880 sweep_cols_norm_rope_bf16_2048 sweep_cols_norm_rope_bf16_3840
+    sweep_cols_norm_rope_bf16_7168 sweep_ln_quant_f32_2880 sweep_rms_quant_bf16_2880 sweep_rms_rope_quant_f16_2880)
+
+# specs SUFFIX NAME...: copies of the sweep specs, renamed NAME_SUFFIX, in $work/specs-SUFFIX
+specs() {
+    local suffix=$1 dir=$work/specs-$1
+    shift
+    mkdir -p "$dir"
+    for name in "$@"; do
+        sed "s/^name = \"$name\"$/name = \"${name}_$suffix\"/" "perf/sweep/$name.toml" > "$dir/${name}_$suffix.toml"
+    done
+}
+# build TREE SUFFIX: `fusegen build` of those copies with TREE's fusegen, run from outside the repo so
+# the checkout's own fusegen is not the one imported
+build() {
+    (cd "$work" && PYTHONPATH=$1 "$python" -m fusegen build "specs-$2" --out "$work/out-$2" --tuning untuned.json --jobs 2)
+}
+
+git worktree add --detach "$work/before" "$before" > /dev/null
+cp -r fusegen "$work/unbound"
+mkdir -p "$work/unbound-tree" && mv "$work/unbound" "$work/unbound-tree/fusegen"
+"$python" - "$work/unbound-tree/fusegen" <<'EOF'
+import re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+emit = root / "emit.py"
+text = emit.read_text()
+assert "*THREAD_BOUND, " in text
+emit.write_text(text.replace("*THREAD_BOUND, ", "", 1))
+checks = root / "cuda_checks.py"
+text = checks.read_text()
+assert "thread_bound(source, s.threads), " in text
+checks.write_text(text.replace("thread_bound(source, s.threads), ", "", 1))
+EOF
+
+specs old "${pinned[@]}" && build "$work/before" old
+specs new "${pinned[@]}" && build "$repo" new
+specs tb_old "${padded[@]}" && build "$work/unbound-tree" tb_old
+specs tb_new "${padded[@]}" && build "$repo" tb_new
+
+rm -rf "$out" && mkdir -p "$out" && touch "$out/__init__.py"
+for suffix in old new tb_old tb_new; do
+    cp -r "$work/out-$suffix"/*/ "$out/"
+done
+grep -L "__builtin_assume" "$out"/*_tb_old/kernel.cu | wc -l | xargs echo "kernels without the thread bound (want 7):"
+grep -l "annotate_restrict_buffers" "$out"/*_new/kernel.py | wc -l | xargs echo "pinned _new kernels (want 12 + 1):"
+ls "$out" | grep -c _ | xargs echo "kernel packages:"
