@@ -262,8 +262,8 @@ class Schedule:
     # fragment: the blocks each row is split over, each holding hidden / row_split contiguous columns; the
     # schedule's padded_hidden and elems_per_thread are then a part's.
     row_split: int = 1
-    # fragment: the per-column side inputs lose __restrict__, so ptxas keeps their loads where the program
-    # puts them (schedule.with_pinned_side_inputs)
+    # fragment, prefetched: the staged float32 per-column side inputs lose __restrict__, so ptxas keeps their
+    # loads next to the row's (schedule.with_pinned_side_inputs)
     pinned_side_inputs: bool = False
 
     @property
