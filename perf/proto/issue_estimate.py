@@ -31,20 +31,39 @@ from fusegen.emit import program_sources  # noqa: E402
 INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 
 
-def straight_path(source: str) -> int:
-    """SASS instructions of the kernel up to and including its first EXIT (nvcc -arch=sm_90a -O3)."""
+def compiled(source: str) -> tuple[list[str], int]:
+    """The kernel's SASS instructions in order, and the registers ptxas allots a thread (nvcc -arch=sm_90a -O3)."""
     with tempfile.TemporaryDirectory() as scratch:
         cu = Path(scratch) / "k.cu"
         cu.write_text(source)
         cubin = cu.with_suffix(".cubin")
-        subprocess.run(
-            ["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-std=c++17", *INCLUDES, str(cu), "-o", str(cubin)], check=True, capture_output=True
-        )
+        ptxas = subprocess.run(
+            ["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-std=c++17", *INCLUDES, str(cu), "-o", str(cubin), "-Xptxas", "-v"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stderr
         listing = subprocess.run(
             [os.environ.get("NVDISASM", "nvdisasm"), "-c", str(cubin)], check=True, capture_output=True, text=True
         ).stdout
-    instructions = [m.group(1) for line in listing.splitlines() if (m := INSTRUCTION.match(line))]
+    registers = int(re.search(r"Used (\d+) registers", ptxas)[1])
+    return [m.group(1) for line in listing.splitlines() if (m := INSTRUCTION.match(line))], registers
+
+
+def straight_path(source: str) -> int:
+    """SASS instructions of the kernel up to and including its first EXIT."""
+    instructions, _ = compiled(source)
     return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
+
+
+def sweep_program(directory: Path) -> tuple[dict, dict, str]:
+    """The plan of a built kernel, and the schedule and CUDA source of the program it runs at its sweep count."""
+    plan = json.loads((directory / "plan.json").read_text())
+    tokens = sweep_tokens(plan["hidden"])
+    index, route = next(
+        (i, r) for i, r in enumerate(plan["routes"]) if r["first_tokens"] <= tokens and (r["last_tokens"] or tokens) >= tokens
+    )
+    return plan, route["schedule"], program_sources((directory / "kernel.cu").read_text())[plan_program(plan, index)]
 
 
 def main(build: Path, census_csv: Path | None) -> None:
@@ -52,21 +71,17 @@ def main(build: Path, census_csv: Path | None) -> None:
     print("| spec | program | straight-path SASS | warp instructions / row, estimated | ncu, executed | estimate / ncu |")
     print("|---|---|---:|---:|---:|---:|")
     for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):
-        plan = json.loads((directory / "plan.json").read_text())
-        tokens = sweep_tokens(plan["hidden"])
-        index, route = next(
-            (i, r) for i, r in enumerate(plan["routes"]) if r["first_tokens"] <= tokens and (r["last_tokens"] or tokens) >= tokens
-        )
-        schedule = route["schedule"]
-        path = straight_path(program_sources((directory / "kernel.cu").read_text())[plan_program(plan, index)])
+        plan, schedule, source = sweep_program(directory)
+        name, tokens = plan["name"], sweep_tokens(plan["hidden"])
+        path = straight_path(source)
         program = f"{schedule['variant']} {schedule['threads']} threads × {schedule['block_m']} row(s)"
         if schedule["variant"] != "fragment":
-            print(f"| {plan['name']} | {program} | {path} | – (loops over rows) | – | – |")
+            print(f"| {name} | {program} | {path} | – (loops over rows) | – | – |")
             continue
         estimate = path * schedule["threads"] // 32 / schedule["block_m"]
-        ncu = measured.get(plan["name"])
+        ncu = measured.get(name)
         shown = f"{ncu / tokens:.0f} | {estimate / (ncu / tokens):.2f}" if ncu else "– | –"
-        print(f"| {plan['name']} | {program} | {path} | {estimate:.0f} | {shown} |")
+        print(f"| {name} | {program} | {path} | {estimate:.0f} | {shown} |")
 
 
 if __name__ == "__main__":
