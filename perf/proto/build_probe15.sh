@@ -38,10 +38,9 @@ build() {
 }
 
 git worktree add --detach "$work/before" "$before" > /dev/null
-cp -r fusegen "$work/unbound"
-mkdir -p "$work/unbound-tree" && mv "$work/unbound" "$work/unbound-tree/fusegen"
+mkdir -p "$work/unbound-tree" && cp -r fusegen "$work/unbound-tree/"
 "$python" - "$work/unbound-tree/fusegen" <<'EOF'
-import re, sys
+import sys
 from pathlib import Path
 root = Path(sys.argv[1])
 emit = root / "emit.py"
