@@ -277,18 +277,29 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 
 # ptxas moves read-only (__restrict__) loads across barriers. The staged per-column side inputs, loaded next
 # to the row so that their latency overlaps its own, it may sink past the first reduction, and each row then
-# waits for them there. Held in place (without __restrict__), 16-bit ones cost 8–38 % more registers and a
-# block per SM in 20 of the 32 sweep kernels that stage them (CPU census, perf/probe15/), and sunk they ran
-# faster (H200: bf16 LayerNorm → e5m2 2880 0.80 against 0.65 × copy, fp16 LayerNorm → RoPE 2560 0.96
-# against 0.83; perf/probe14, _a against _b, whose division held them in place). float32 ones held in place
-# keep their blocks per SM in 12 of 13 sweep kernels and 37 of 38 random specs (the two others at 32
-# threads, 23 or more blocks), and held by the division they ran faster despite its instructions (fp32
-# LayerNorm → RoPE → FP8 7168 0.76 against 0.70, → FP8 5120 0.79 against 0.74, 2880 0.93 against 0.91;
-# 1 % slower at 1536 and 3584). Not yet timed held by this rule instead: perf/probe15/ has the A/B to run.
+# waits for them there. That wait costs where an SM holds few rows, which hide it from each other less; the
+# registers the loads hold in place cost where it holds many. Held in place (without __restrict__), 16-bit
+# ones cost 8–38 % more registers and a block per SM in 20 of the 32 sweep kernels that stage them (CPU
+# census, perf/probe15/), and sunk they ran faster (H200: bf16 LayerNorm → e5m2 2880 0.80 against 0.65 ×
+# copy; perf/probe14). float32 ones held in place keep their registers within 3 in 12 of 13 sweep kernels,
+# and timed against sunk (H200, perf/probe15/, outputs bit-identical) they gained with the block's warps:
+# fp32 LayerNorm → RoPE → FP8 7168 (256 threads, 2 blocks per SM) 0.72 → 0.76, → FP8 5120 (128, 3 blocks)
+# 0.78 → 0.80, 2880 (128, 5) 0.91 → 0.92, → RoPE → FP8 3584 (128, 7) even; and lost below four warps:
+# 1536 (64 threads, 11 blocks) 1.00 → 0.97, 768 (32 threads, 25 → 23 blocks) 0.97 → 0.91.
+PIN_MIN_THREADS = 128
+
+
 def pins_side_inputs(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> bool:
-    """Whether a fragment program stages float32 per-column side inputs, whose loads it then keeps in place."""
+    """Whether a fragment program of at least PIN_MIN_THREADS stages float32 per-column side inputs, whose
+    loads it then keeps in place."""
     per_column = [t for t in side_inputs if t.per_column]
-    return schedule.variant == "fragment" and schedule.prefetch and bool(per_column) and all(t.dtype == "float32" for t in per_column)
+    return (
+        schedule.variant == "fragment"
+        and schedule.prefetch
+        and schedule.threads >= PIN_MIN_THREADS
+        and bool(per_column)
+        and all(t.dtype == "float32" for t in per_column)
+    )
 
 
 def with_pinned_side_inputs(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:

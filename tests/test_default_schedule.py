@@ -180,12 +180,15 @@ def test_side_inputs_too_big_to_stage_in_two_blocks_are_read_where_used():
 
 def test_float32_per_column_side_inputs_keep_their_loads_in_place():
     """ptxas sank the staged weight and bias of fp32 LayerNorm → FP8 5120 past the first barrier, saving no
-    registers (136 against 138); held in place by a branch it ran 0.79 × copy against 0.74
-    (schedule.with_pinned_side_inputs). 16-bit ones sunk saved a block per SM and ran faster; a stream block
-    stages them once for all its rows."""
+    registers (136 against 138); held in place it ran 0.80 × copy against 0.78
+    (schedule.with_pinned_side_inputs). Below four warps an SM holds enough rows to hide the wait, and held
+    in place 768 lost two blocks and ran 0.91 against 0.97. 16-bit ones sunk saved a block per SM and ran
+    faster; a stream block stages them once for all its rows."""
     s = planned([LN, quant(32)], "float32", 5120, outputs={"y": False})
-    assert (s.variant, s.prefetch, s.pinned_side_inputs) == ("fragment", True, True)
+    assert (s.variant, s.prefetch, s.threads, s.pinned_side_inputs) == ("fragment", True, 128, True)
     assert any("not marked __restrict__" in r for r in s.reasons)
+    narrow = planned([LN, quant()], "float32", 768, outputs={"y": False})
+    assert (narrow.variant, narrow.prefetch, narrow.threads, narrow.pinned_side_inputs) == ("fragment", True, 32, False)
     assert not planned([LN, quant(32)], "bfloat16", 5120, outputs={"y": False}).pinned_side_inputs
     assert not planned([{"kind": "rmsnorm", "weight": False}, rope()], "float32", 5120).pinned_side_inputs
     streamed = planned([LN], "float32", 1024, schedule={"variant": "stream"})
