@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Builds session 15's probe kernels (perf/probe15/README.md) into perf/probe15/kernels/, untuned, for one
-# device call: `VERIFY=1 bash perf/proto/call_probe.sh perf/probe15/kernels probe15`.
+# device call that carries them (git-ignored): `VERIFY=1 bash perf/proto/call_probe.sh perf/probe15/kernels probe15`.
 #   - the pinned side inputs: the sweep's float32 kernels the rule now pins, NAME_old from the tree before it
 #     (BEFORE, default 154ce62) and NAME_new from the working tree;
 #   - the thread bound: the 7 sweep kernels that pad their row, NAME_tb_old from the working tree with
 #     emit.THREAD_BOUND (and its CUDA check) left out, NAME_tb_new from the working tree.
-# Run from the repo root on a machine with tilelang (this one; the device has none). Delete the kernels
-# once timed: they are not committed.
+# Run from the repo root on a machine with tilelang (this one; the device has none).
 set -eu
 before=${BEFORE:-154ce62}
 repo=$PWD
