@@ -602,6 +602,20 @@ def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
     return FEW_TOKEN_THREADS
 
 
+def _check_blocks_count_tokens(spec: KernelSpec, block_m: int) -> None:
+    """A pinned count rounded up to whole blocks of block_m rows must stay within TileLang's int32 row
+    index: the bounds of the last block's rows are formed from it, and a constant past 2³¹ − 1 does not
+    compile (a random-spec hunt found 2³¹ − 1 tokens at block_m 2)."""
+    if spec.tokens is None or -(-spec.tokens // block_m) * block_m <= MAX_TOKENS:
+        return
+    fitting = [b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b) and -(-spec.tokens // b) * b <= MAX_TOKENS]
+    raise ChainError(
+        "schedule.block_m",
+        f"{block_m} rows per block round the pinned {spec.tokens} tokens up to {-(-spec.tokens // block_m) * block_m}, "
+        f"past {MAX_TOKENS}, the most rows TileLang's int32 row index can count; block_m that fit: {', '.join(map(str, fitting))}",
+    )
+
+
 def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known.
     `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split, or
@@ -609,6 +623,7 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b))) or 1
+    _check_blocks_count_tokens(spec, block_m)
     if hints.blk_k != "auto" and hints.variant not in ("splitk", "auto"):
         raise ChainError("schedule.blk_k", f'only applies to variant = "splitk", not "{hints.variant}"')
     if hints.ring_slots != "auto" and hints.variant != "stream":

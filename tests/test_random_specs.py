@@ -5,7 +5,8 @@ naming a schedule key. The rest break exactly one rule, and each must be refused
 that rule's key. A few accepted ones are compiled for sm_90a and must pass the CUDA checks, and a dozen
 have their generated reference checked against the float64 oracle.
 (A wider run of the old version found the RoPE vector rule; one of 700 draws, session 15, split-K's vectors at odd
-widths and a threads hint refused for the wrong reason.)
+widths and a threads hint refused for the wrong reason; one of 600, session 16, 2³¹ − 1 pinned tokens at block_m 2,
+which TileLang could not compile.)
 
 Each run draws afresh; the seed is in every failure message, and FUSEGEN_RANDOM_SPECS_SEED replays it."""
 
@@ -267,8 +268,10 @@ def draw_valid(rng: random.Random) -> dict:
     spec["outputs"] = draw_outputs(rng, spec["op"])
     spec["schedule"] = draw_schedule(rng, spec)
     if rng.random() < 0.15:
-        # README: a stream program counts at most 2³¹ − (ring_slots − 1) · blocks_per_sm · 144 tokens.
-        counts = [1, 3, 4096, 1 << 30] + ([2**31 - 1] if spec["schedule"]["variant"] != "stream" else [])
+        # README: a stream program counts at most 2³¹ − (ring_slots − 1) · blocks_per_sm · 144 tokens, and a
+        # count rounded up to a multiple of block_m stays within 2³¹ − 1.
+        past_int32 = spec["schedule"]["variant"] == "stream" or spec["schedule"].get("block_m", 1) > 1
+        counts = [1, 3, 4096, 1 << 30] + ([2**31 - 1] if not past_int32 else [])
         # README (quant_fp8): column-major scales of a pinned count are indexed in int32.
         for op in spec["op"]:
             if op["kind"] == "quant_fp8" and op.get("scale_layout") == "column":
@@ -482,6 +485,15 @@ def tokens_past_the_stream_bound(rng, spec):
     return "tokens"
 
 
+def block_m_rounding_tokens_past_int32(rng, spec):
+    spec["schedule"] = {"variant": rng.choice(["auto", "fragment"]), "threads": 1024, "block_m": rng.choice([2, 4, 16])}
+    spec["tokens"] = 2**31 - 1
+    for op in spec["op"]:
+        if op.get("scale_layout") == "column":
+            op["scale_layout"] = "row"  # column-major scales of this count break a rule of their own
+    return "schedule.block_m"
+
+
 def blocks_per_sm_past_the_sm(rng, spec):
     spec["schedule"] = {"variant": "fragment", "blocks_per_sm": rng.choice([0, 17, 64])}
     return "schedule.blocks_per_sm"
@@ -579,6 +591,7 @@ VIOLATIONS_BY_RULE = (
     hidden_out_of_range,
     tokens_out_of_range,
     tokens_past_the_stream_bound,
+    block_m_rounding_tokens_past_int32,
     eps_out_of_range,
 )
 
