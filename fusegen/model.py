@@ -238,6 +238,8 @@ class Layout:
 # program compiles on (runtime.sm_count); this is the count where none is visible (the build machine,
 # whose kernel.cu shows that grid).
 HOPPER_SMS = 132
+# The kernels take the token count as a signed 32-bit int (`int m`), and grid x counts row blocks in one.
+MAX_TOKENS = 2**31 - 1
 # Variants whose chain runs on a row held in registers, built from the ops' fragments; the others
 # (naive, splitk) are whole-kernel variants of a single op.
 ROW_VARIANTS = ("fragment", "stream")
@@ -259,6 +261,9 @@ class Schedule:
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream and fragment: resident blocks per SM, the launch bound
     ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
+    # The most tokens the program counts: fewer than MAX_TOKENS where a stream program's int32 token index runs
+    # ahead of its rows (schedule.stream_token_limit)
+    most_tokens: int = MAX_TOKENS
     # fragment: the blocks each row is split over, each holding hidden / row_split contiguous columns; the
     # schedule's padded_hidden and elems_per_thread are then a part's.
     row_split: int = 1
@@ -407,6 +412,12 @@ class Plan:
     @property
     def layout(self) -> Layout:
         return self.schedule.layout(self.hidden)
+
+    @property
+    def most_tokens(self) -> int:
+        """The most tokens a call may pass: what the program of the largest counts can count (each earlier
+        route's range ends far below its own program's limit)."""
+        return self.primary.schedule.most_tokens
 
     def route_for(self, tokens: int) -> Route:
         return next(r for r in self.routes if r.serves(tokens))

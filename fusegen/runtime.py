@@ -20,7 +20,7 @@ import torch
 from torch._C._dynamo.guards import TensorGuards
 
 from . import native
-from .model import HOPPER_SMS, padded_tokens
+from .model import HOPPER_SMS, MAX_TOKENS, padded_tokens
 
 # Vector loads of 16 bytes need every row to start on a 16-byte boundary.
 ALIGNMENT = 16
@@ -137,7 +137,7 @@ class Launcher:
     implementation instead of tracing into this class: the functional op allocates the outputs, its
     out variant writes into preallocated ones."""
 
-    def __init__(self, name, identity, routes, target, inputs, outputs, output_type, tokens):
+    def __init__(self, name, identity, routes, target, inputs, outputs, output_type, tokens, most_tokens=MAX_TOKENS):
         self.name = name
         self.identity = identity
         self.routes = routes  # ((first tokens, last tokens or None, program), ...) ascending
@@ -146,6 +146,7 @@ class Launcher:
         self.outputs = outputs
         self.output_type = output_type
         self.tokens = tokens
+        self.most_tokens = most_tokens  # the kernels count tokens in int32 (model.Plan.most_tokens)
         self.compilations = 0
         self._compiled = {}  # program -> compiled kernel; routes may share a program
         self._launches = {}  # program -> its Launch
@@ -233,6 +234,9 @@ class Launcher:
         tokens = first.shape[0]
         if self.tokens is not None and tokens != self.tokens:
             self._fail(f"was generated for exactly {self.tokens} tokens (spec `tokens`), got {tokens}")
+        if tokens > self.most_tokens:
+            # The int32 token index would wrap: rows left unwritten, or written where they do not belong.
+            self._fail(f"counts at most {self.most_tokens} tokens (its token index is a 32-bit int), got {tokens}")
         return tokens
 
     def check(self, args, out=None) -> None:

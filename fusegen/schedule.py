@@ -9,9 +9,9 @@ import math
 from dataclasses import replace
 
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
-from .spec import MAX_TOKENS, KernelSpec, chain_context
+from .spec import KernelSpec, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
 WARP_THREADS = 32
@@ -480,7 +480,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "
         f"shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
     )
-    return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, reasons=schedule.reasons + (reason,))
+    return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, most_tokens=limit, reasons=schedule.reasons + (reason,))
 
 
 # A split row's parts count along the grid's y axis, which holds at most this many blocks (the tokens keep x).

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError, create_model
 
 from .errors import ChainError, SpecError, shown
 from .locate import line_of
-from .model import Layout
+from .model import MAX_TOKENS, Layout
 from .ops import REGISTRY, ChainContext, added_key, chain_order, described, joint_chain, misplaced, output_flags
 from .strict import Strict
 
@@ -28,8 +28,6 @@ DTYPES = ("float16", "bfloat16", "float32")
 # A row lives in registers: 1024 threads × 64 fp32 each is the most one block can hold.
 MAX_HIDDEN = 65536
 MIN_HIDDEN = 16
-# Grid x is a signed 32-bit count of row blocks.
-MAX_TOKENS = 2**31 - 1
 # No other name is reserved: the generated module never binds the kernel's name (emit.PRIM_FUNC).
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 NAME_RULE = "a name of ASCII letters, digits and '_', starting with a letter, at most 64 characters, not a Python keyword"

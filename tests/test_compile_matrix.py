@@ -74,14 +74,18 @@ def test_a_kernel_named_like_what_its_program_reads_compiles(variant, name, toke
 
 def test_stream_compiles_at_its_token_bound_named_min(scratch):
     """The stream program's int32 token index at the largest count the planner allows (plan.stream_token_limit),
-    under the name of the builtin its pinned grid is sized with; one more is a spec error naming tokens."""
+    under the name of the builtin its pinned grid is sized with; one more is a spec error naming tokens, and
+    the dynamic program's call refuses more (Plan.most_tokens)."""
     from fusegen.errors import ChainError
     from fusegen.plan import plan
     from fusegen.schedule import stream_token_limit
 
     spec = _one_rmsnorm_or_chain("min", "stream", 1)
-    schedule = plan(spec, "x").schedule
+    planned = plan(spec, "x")
+    schedule = planned.schedule
     limit = stream_token_limit(schedule.blocks_per_sm, schedule.ring_slots)
+    # A dynamic count past it is refused at the call (runtime.Launcher), from the bound the plan carries.
+    assert planned.most_tokens == schedule.most_tokens == limit
     failures = cuda_check_failures(spec.model_copy(update={"tokens": limit}), scratch / "bound")
     assert not failures, failures
     with pytest.raises(ChainError, match=rf"^tokens: .*allowed 1 … {limit}$"):

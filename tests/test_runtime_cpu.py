@@ -53,6 +53,15 @@ def test_bad_arguments_are_rejected_before_launch(index, value, expected):
     assert expected in call_with(index, value)
 
 
+def test_more_tokens_than_the_int32_token_index_counts_are_rejected():
+    """A view of 2³¹ rows (one row, repeated: no memory behind it) would wrap the kernels' `int m`."""
+    rows = 2**31
+    args = [torch.randn(1, N, dtype=torch.float16).expand(rows, N), good_args()[1], torch.randn(1, HALF).expand(rows, HALF)]
+    args.append(args[2])
+    with pytest.raises(KernelArgumentError, match=f"counts at most {rows - 1} tokens .*, got {rows}"):
+        fused.kernel(*args)
+
+
 def test_cpu_tensors_are_rejected():
     with pytest.raises(KernelArgumentError, match="input 'x' must be on a CUDA device, got cpu"):
         fused.kernel(*good_args())

@@ -24,6 +24,7 @@ IDENTITY = "layer_norm_fwd-5f0562f9e0a2"
 HIDDEN = 4096
 EPS = 1e-05  # LayerNorm: added to the variance under the square root
 TOKENS = None
+MOST_TOKENS = 2147483647
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("bias", torch.float16, (4096,)),)
 OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)), TensorSpec("mean", torch.float32, ("m",)), TensorSpec("rstd", torch.float32, ("m",)),)
@@ -124,7 +125,7 @@ def program_0():
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
 ROUTES = ((1, None, program_0),)
-launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)
+launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS, MOST_TOKENS)
 
 
 def kernel(x, weight, bias, *, out=None):

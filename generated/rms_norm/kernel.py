@@ -21,6 +21,7 @@ IDENTITY = "rms_norm-5de681175927"
 HIDDEN = 4096
 EPS = 1e-06  # RMSNorm: added to mean(x²) under the square root
 TOKENS = None
+MOST_TOKENS = 2147483647
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)),)
 OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
@@ -105,7 +106,7 @@ def program_1():
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
 ROUTES = ((1, 64, program_0), (65, None, program_1),)
-launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)
+launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS, MOST_TOKENS)
 
 
 def kernel(x, weight, *, out=None):

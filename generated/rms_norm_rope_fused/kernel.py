@@ -27,6 +27,7 @@ ROPE_START = 4032  # RoPE: the span's first column
 ROPE_DIM = 64  # RoPE: the span's width
 ROPE_HALF = 32  # RoPE: its pairs, the columns of cos and sin, the distance of neox partners
 TOKENS = None
+MOST_TOKENS = 2147483647
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("cos", torch.float32, ("m", 32)), TensorSpec("sin", torch.float32, ("m", 32)),)
 OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)),)
@@ -134,7 +135,7 @@ def program_1():
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
 ROUTES = ((1, 64, program_0), (65, 1024, program_1), (1025, None, program_0),)
-launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)
+launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS, MOST_TOKENS)
 
 
 def kernel(x, weight, cos, sin, *, out=None):

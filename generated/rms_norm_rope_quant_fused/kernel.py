@@ -33,6 +33,7 @@ FP8_MAX = 448.0  # the largest finite e4m3fn: a group's amax maps to it
 FP8_MAX_RECIPROCAL = 0.0022321429569274187  # the float32 nearest 1 / FP8_MAX
 AMAX_FLOOR = 1e-10  # an all-zero group's amax, so its scale stays a normal float32
 TOKENS = None
+MOST_TOKENS = 2147483647
 TARGET = {'kind': 'cuda', 'arch': 'sm_90a'}
 INPUTS = (TensorSpec("x", torch.float16, ("m", 4096)), TensorSpec("weight", torch.float16, (4096,)), TensorSpec("cos", torch.float32, ("m", 32)), TensorSpec("sin", torch.float32, ("m", 32)),)
 OUTPUTS = (TensorSpec("y", torch.float16, ("m", 4096)), TensorSpec("q", torch.float8_e4m3fn, ("m", 4096)), TensorSpec("scale", torch.float32, ("m", 1)),)
@@ -171,7 +172,7 @@ def program_1():
 
 # (first token count, last or None for no limit, program): each call runs the program of its count.
 ROUTES = ((1, 1024, program_0), (1025, None, program_1),)
-launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS)
+launcher = Launcher(NAME, IDENTITY, ROUTES, TARGET, INPUTS, OUTPUTS, Outputs, TOKENS, MOST_TOKENS)
 
 
 def kernel(x, weight, cos, sin, *, out=None):
