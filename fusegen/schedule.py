@@ -606,13 +606,19 @@ def _check_blocks_count_tokens(spec: KernelSpec, block_m: int) -> None:
     """A pinned count rounded up to whole blocks of block_m rows must stay within TileLang's int32 row
     index: the bounds of the last block's rows are formed from it, and a constant past 2³¹ − 1 does not
     compile (a random-spec hunt found 2³¹ − 1 tokens at block_m 2)."""
-    if spec.tokens is None or -(-spec.tokens // block_m) * block_m <= MAX_TOKENS:
+    if spec.tokens is None:
         return
-    fitting = [b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b) and -(-spec.tokens // b) * b <= MAX_TOKENS]
+
+    def rounded(rows: int) -> int:
+        return -(-spec.tokens // rows) * rows
+
+    if rounded(block_m) <= MAX_TOKENS:
+        return
+    fitting = [b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b) and rounded(b) <= MAX_TOKENS]
     raise ChainError(
         "schedule.block_m",
-        f"{block_m} rows per block round the pinned {spec.tokens} tokens up to {-(-spec.tokens // block_m) * block_m}, "
-        f"past {MAX_TOKENS}, the most rows TileLang's int32 row index can count; block_m that fit: {', '.join(map(str, fitting))}",
+        f"{block_m} rows per block round the pinned {spec.tokens} tokens up to {rounded(block_m)}, past {MAX_TOKENS}, "
+        f"the most rows TileLang's int32 row index can count; block_m that fit: {', '.join(map(str, fitting))}",
     )
 
 
