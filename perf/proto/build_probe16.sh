@@ -11,13 +11,9 @@
 # whose SM may hold 32 blocks (Hopper's limit) instead of the planner's 16.
 # Run from the repo root on a machine with tilelang.
 set -eu
-repo=$PWD
-python=${PYTHON:-$repo/.venv/bin/python}
-out=$repo/perf/probe16/kernels
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-echo '{}' > "$work/untuned.json"
-mkdir -p "$work/tree" "$work/specs" "$work/specs-frag" && cp -r fusegen "$work/tree/"
+source perf/proto/probe_build.sh
+probe_setup probe16
+mkdir -p "$work/tree" && cp -r fusegen "$work/tree/"
 "$python" - "$work/tree/fusegen/schedule.py" <<'PY'
 import sys
 from pathlib import Path
@@ -42,8 +38,8 @@ three=(sweep_ln_quant_f32_5120 sweep_ln_rope_quant_f32_7168 sweep_add_rms_f32_61
 # variant NAME SUFFIX [SCHEDULE_LINES]: a copy of the sweep spec named NAME_SUFFIX, with a [schedule] table
 # (the planner's own schedule into specs-frag, built with the working tree; the others into specs)
 variant() {
-    local file=$work/specs$([[ -z ${3:-} ]] && echo -frag)/$1_$2.toml
-    sed "s/^name = \"$1\"$/name = \"$1_$2\"/" "perf/sweep/$1.toml" > "$file"
+    local file
+    file=$(renamed_spec "$1" "$2" "specs$([[ -z ${3:-} ]] && echo -frag)")
     if [[ -n ${3:-} ]]; then printf '\n[schedule]\nvariant = "stream"\n%b' "$3" >> "$file"; fi
 }
 for name in "${wide[@]}" "${widest[@]}" "${short[@]}"; do variant "$name" frag; done
@@ -55,8 +51,6 @@ for name in "${short[@]}"; do
     variant "$name" b32r3 'threads = 32\nblocks_per_sm = 32\nring_slots = 3\n'
 done
 
-(cd "$work" && PYTHONPATH=$repo "$python" -m fusegen build specs-frag --out "$work/out" --tuning untuned.json --jobs 2)
-(cd "$work" && PYTHONPATH=$work/tree "$python" -m fusegen build specs --out "$work/out" --tuning untuned.json --jobs 2)
-rm -rf "$out" && mkdir -p "$out" && touch "$out/__init__.py"
-cp -r "$work/out"/*/ "$out/"
-find "$out" -name plan.json | wc -l | xargs echo "kernel packages (want 49):"
+build_with "$repo" specs-frag
+build_with "$work/tree" specs
+probe_collect  # want 49

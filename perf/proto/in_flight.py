@@ -14,11 +14,11 @@ import json
 import sys
 from pathlib import Path
 
+from fusegen.model import DTYPE_BYTES
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from issue_estimate import sweep_program  # noqa: E402  (sibling script)
 from restrict_census import census  # noqa: E402
-
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def main(build: Path) -> None:

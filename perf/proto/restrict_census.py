@@ -15,11 +15,13 @@ import re
 import sys
 from pathlib import Path
 
+from fusegen.schedule import SM_REGISTERS, SM_THREADS
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from issue_estimate import compiled, sweep_program  # noqa: E402  (sibling script)
 
 PER_COLUMN = ("Weight", "Bias", "ScaleWeight")
-SM_REGISTERS, SM_THREADS, SM_BLOCKS = 65536, 2048, 32
+SM_BLOCKS = 32  # resident blocks an sm_90 SM holds (the planner stops at 16: schedule.MAX_BLOCKS_PER_SM)
 
 
 def census(source: str, threads: int) -> dict:
