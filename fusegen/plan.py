@@ -33,6 +33,7 @@ from .schedule import (
     few_token_split,
     few_token_threads,
     joint_span,
+    wide_stream,
     with_joint_reduction,
     with_pinned_side_inputs,
     with_prefetch,
@@ -99,6 +100,23 @@ def _route(
             "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
         )
         schedule = replace(schedule, reasons=(measured,) + schedule.reasons)
+    route = _planned_route(spec, schedule, first_tokens, last_tokens, origin, stream)
+    if not stream:
+        return route
+    waits = route.barriers_per_row + sum(1 for s in route.stages for t in s.inputs if t.index is not None)
+    streamed = wide_stream(spec, route.schedule, staged_inputs(route.stages), waits)
+    if streamed is None:
+        return route
+    try:
+        return _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
+    except ChainError as exc:  # the stream's ring or token bound does not fit this spec
+        fragment = replace(route.schedule, reasons=route.schedule.reasons + (f"{streamed.reasons[-1]}, but {exc.message}",))
+        return replace(route, schedule=fragment)
+
+
+def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool) -> Route:
+    """The route of `schedule` as choose_schedule (or schedule.wide_stream) left it: stages planned on its
+    layout, side inputs staged, variant resolved, scratch allocated."""
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)

@@ -323,6 +323,16 @@ MAX_BLOCKS_PER_SM = 16
 # A row's fp32 values plus indexing: fewer registers per thread than this must spill.
 REGISTERS_BESIDE_ROW = 32
 RING_SLOT_CHOICES = (2, 3, 4)
+# The stream ring is dynamic shared memory: past 48 KB a launch needs the kernel's maximum raised, which the
+# CUDA module TileLang builds does on the program's first launch. Rings of 56 KB (fp32 LayerNorm → RoPE →
+# FP8 7168, two slots) ran and matched their references on the H200 (perf/probe16), so a ring is bounded
+# by an SM's shared memory alone.
+#
+# register_estimate overstates what ptxas allots a stream thread: 0.70–0.87 of it on the eleven wide stream
+# programs of perf/probe16 (sm_90a, perf/proto/in_flight.py). So a launch bound up to a fifth under the
+# estimate still fits without spilling; one further under spilled (fp32 LayerNorm → RoPE → FP8 7168 at three
+# blocks: 166 registers against the 212 it takes at two, 0.63 against 0.85 × copy).
+STREAM_REGISTER_SQUEEZE = 1.25
 # Rows in flight per SM that the measured stream winners held (blocks per SM × (slots − 1) × row bytes,
 # 16384 tokens, docs/bench/tune/tune-stream*.md, tune-shuffle*.md): 32 KB at bf16 4096 (4 blocks, 2
 # slots), 40 KB at fp16 4096 (5, 2), 42 KB at fp16 7168 (3, 2), 56 KB at bf16 7168 (2 blocks, 3 slots).
@@ -428,16 +438,17 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     def blocks_for(fits: list[int]) -> int:
         if blocks_hint != "auto":
             return blocks_hint
-        comfortable = [b for b in fits if registers_each(b) >= schedule.register_estimate] or fits[:1]
+        comfortable = [b for b in fits if STREAM_REGISTER_SQUEEZE * registers_each(b) >= schedule.register_estimate] or fits[:1]
         return comfortable[-1]
 
     slots = slots_hint or RING_SLOT_CHOICES[0]
     ring, fits = sizing(slots)
-    if ring > SHARED_BYTES_LIMIT:
+    if ring > SM_SHARED_BYTES:
         key = "schedule.ring_slots" if slots_hint else "schedule.variant"
         raise ChainError(
             key,
-            f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds {SHARED_BYTES_LIMIT}',
+            f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds the '
+            f"{SM_SHARED_BYTES} a block can have on an SM",
         )
     if not fits:
         raise ChainError("schedule.variant", f'"stream" cannot keep even one block of {schedule.threads} threads on an SM')
@@ -450,7 +461,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     row_bytes = schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
     while not slots_hint and blocks * (slots - 1) * row_bytes < STREAM_BYTES_IN_FLIGHT and slots < RING_SLOT_CHOICES[-1]:
         deeper_ring, deeper_fits = sizing(slots + 1)
-        if deeper_ring > SHARED_BYTES_LIMIT or not deeper_fits or (blocks_hint != "auto" and blocks_hint not in deeper_fits):
+        if not deeper_fits or (blocks_hint != "auto" and blocks_hint not in deeper_fits):
             break
         deeper_blocks = blocks_for(deeper_fits)
         if spec.tokens is not None and spec.tokens > stream_token_limit(deeper_blocks, slots + 1):
@@ -785,6 +796,73 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
             reasons=schedule.reasons + (why,),
         )
     return replace(schedule, blocks_per_sm=1)
+
+
+# Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
+# fragment block loads its row, then waits at each block-wide reduction (a barrier) and for each load
+# addressed by another (RoPE's cache row at the token's position) with no load of its own in flight, so
+# with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
+# flight meanwhile. Timed on the H200 (perf/probe16, 16384 tokens, both variants of each spec in one run):
+# where the fragment program keeps at most four blocks an SM holding under 64 KB of rows and each row
+# waits twice, the stream program ran fp32 LayerNorm → FP8 5120 0.80 → 0.95 × copy, fp32 LayerNorm →
+# RoPE → FP8 7168 0.77 → 0.85, fp16 LayerNorm → RoPE 12288 0.80 → 0.90, bf16 cache RoPE 6144 0.80 → 0.88.
+# Where rows wait once (RMSNorm, add → RMSNorm, RMSNorm → RoPE chains of 5120–16384 columns in 1–6 blocks
+# an SM) the fragment program ran 0.90–0.99 and the stream program 0.84–0.92. The stream's threads: the
+# fewest powers of two from four warps (one per scheduler) that give each at most 56 values in whole
+# 16-byte vectors — the winners held 40–56 (128 threads, 256 for 12288 columns); at 64 a thread the
+# stream ran slower than the fragment program (bf16 LayerNorm 8192: 0.82 against 0.92).
+WIDE_STREAM_MAX_FRAGMENT_BLOCKS = 4
+WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
+WIDE_STREAM_MIN_WAITS = 2
+WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
+WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
+
+
+def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
+    """Blocks of a fragment schedule an SM holds: its launch bound where it sets one, else as many as its
+    estimated registers (fragment_registers) and threads leave room for."""
+    if schedule.blocks_per_sm and schedule.blocks_per_sm > 1:
+        return schedule.blocks_per_sm
+    by_registers = SM_REGISTERS // (schedule.threads * fragment_registers(schedule, side_inputs))
+    return max(1, min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads, by_registers))
+
+
+def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: int) -> Schedule | None:
+    """The row schedule of the stream program variant "auto" takes instead of `fragment` (planned whole,
+    for the planner's route of many tokens), whose rows wait `waits` times after their load; None where
+    the fragment program stays."""
+    row_bytes = fragment.padded_hidden * DTYPE_BYTES[spec.dtype]
+    blocks = fragment_blocks_per_sm(fragment, side_inputs)
+    if (
+        spec.schedule.variant != "auto"
+        or spec.schedule.blocks_per_sm != "auto"  # a launch bound asked of the fragment program
+        or fragment.variant != "fragment"
+        or fragment.block_m > 1
+        or fragment.row_split > 1
+        or row_bytes <= STREAM_MAX_ROW_BYTES
+        or waits < WIDE_STREAM_MIN_WAITS
+        or blocks > WIDE_STREAM_MAX_FRAGMENT_BLOCKS
+        or blocks * row_bytes >= WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT
+    ):
+        return None
+    if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
+        return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
+    multiple = columns_multiple(spec)
+    for threads in POWER_OF_TWO_THREADS:
+        if threads < WIDE_STREAM_MIN_THREADS or (spec.schedule.threads != "auto" and threads != spec.schedule.threads):
+            continue
+        try:
+            row = _row_schedule(spec, 1, threads, multiple, threads_by="the stream's fewest threads holding the row in 16-byte vectors")
+        except ChainError:  # the row does not fit in registers at this thread count
+            continue
+        if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and _ring_copy_fits(spec, row):
+            why = (
+                f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
+                f"({blocks * row_bytes // 1024} KB in flight), each waiting {waits} times after its load (block-wide reductions, "
+                "loads addressed by another) with none of its own loads in flight"
+            )
+            return replace(row, variant="stream", reasons=row.reasons + (why,))
+    return None
 
 
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching

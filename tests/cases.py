@@ -527,7 +527,24 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # The planner's stream for wide rows that wait twice (schedule.wide_stream).
+    "ln_rope_quant_fp32_7168_wide_stream": case(
+        "fp32 LayerNorm → RoPE → FP8 g128 over 7168 columns, streamed by the planner on 128 threads: a 56 KB ring, "
+        "past the 48 KB a launch gets without raising the kernel's limit",
+        [LN, rope(64), quant(128)],
+        "float32",
+        7168,
+        outputs={"y": False},
+    ),
+    "rms_cache_rope_bf16_6144_wide_stream": case(
+        "RMSNorm → cache RoPE over 6144 bf16 columns, streamed by the planner: the cache row gathered at each "
+        "token's position through the ring",
+        [RMS, rope(64, source="cache", max_position=32768)],
+        "bfloat16",
+        6144,
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
