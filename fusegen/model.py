@@ -246,6 +246,15 @@ ROW_VARIANTS = ("fragment", "stream")
 
 
 @dataclass(frozen=True)
+class RowWaits:
+    """What a fragment row does after its load, as the planned route says (plan._route)."""
+
+    barriers: int  # block-wide exchanges per row
+    gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)
+    writes_row: bool  # a full-width row in the activations' dtype (Y, residual_out) besides any FP8
+
+
+@dataclass(frozen=True)
 class Schedule:
     variant: str  # fragment | stream | naive | splitk
     block_m: int

@@ -17,6 +17,7 @@ from .model import (
     LedgerLine,
     Plan,
     Route,
+    RowWaits,
     Schedule,
     Scratch,
     Stage,
@@ -103,15 +104,14 @@ def _route(
     route = _planned_route(spec, schedule, first_tokens, last_tokens, origin, stream)
     if not stream:
         return route
-    waits = route.barriers_per_row + sum(1 for s in route.stages for t in s.inputs if t.index is not None)
+    outputs = [t for s in route.stages for t in s.outputs]
+    waits = RowWaits(
+        barriers=route.barriers_per_row,
+        gathers=sum(1 for s in route.stages for t in s.inputs if t.index is not None),
+        writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
+    )
     streamed = wide_stream(spec, route.schedule, staged_inputs(route.stages), waits)
-    if streamed is None:
-        return route
-    try:
-        return _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
-    except ChainError as exc:  # the stream's ring or token bound does not fit this spec
-        fragment = replace(route.schedule, reasons=route.schedule.reasons + (f"{streamed.reasons[-1]}, but {exc.message}",))
-        return replace(route, schedule=fragment)
+    return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
 
 
 def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool) -> Route:

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, RowWaits, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
 from .spec import KernelSpec, chain_context
 
@@ -800,22 +800,32 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
 
 # Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
 # fragment block loads its row, then waits at each block-wide reduction (a barrier) and for each load
-# addressed by another (RoPE's cache row at the token's position) with no load of its own in flight, so
-# with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
-# flight meanwhile. Timed on the H200 (perf/probe16, 16384 tokens, both variants of each spec in one run):
-# where the fragment program keeps at most four blocks an SM holding under 64 KB of rows and each row
-# waits twice, the stream program ran fp32 LayerNorm → FP8 5120 0.80 → 0.95 × copy, fp32 LayerNorm →
-# RoPE → FP8 7168 0.77 → 0.85, fp16 LayerNorm → RoPE 12288 0.80 → 0.90, bf16 cache RoPE 6144 0.80 → 0.88.
-# Where rows wait once (RMSNorm, add → RMSNorm, RMSNorm → RoPE chains of 5120–16384 columns in 1–6 blocks
-# an SM) the fragment program ran 0.90–0.99 and the stream program 0.84–0.92. The stream's threads: the
-# fewest powers of two from four warps (one per scheduler) that give each at most 56 values in whole
-# 16-byte vectors — the winners held 40–56 (128 threads, 256 for 12288 columns); at 64 a thread the
-# stream ran slower than the fragment program (bf16 LayerNorm 8192: 0.82 against 0.92).
+# addressed by another (RoPE's cache row at the token's position) with none of its own loads in flight,
+# so with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
+# flight meanwhile — but holds more registers and reads the row back from shared memory, which costs
+# where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 39 specs, both
+# variants of each in one run, 16384 tokens), among specs whose fragment program keeps at most four blocks
+# an SM under 64 KB of rows and whose rows wait twice or more:
+# - writing only FP8 (no row in the activations' dtype: the least traffic a column, so the waits weigh
+#   most), the stream won 8 of 12 — bf16 RMSNorm → RoPE → FP8 10240 0.62 → 0.95 × copy, fp16 7168 0.74 →
+#   0.92, fp16 LayerNorm → RoPE → FP8 g128 8192 0.47 → 0.82, fp32 LayerNorm → FP8 g32 5120 0.80 → 0.95,
+#   fp16 LayerNorm → FP8 10240 0.66 → 0.76 — and lost 2–3 % on three bf16 LayerNorm → FP8 chains, 14 % on
+#   fp32 LayerNorm → per-token FP8 5120 (0.92 → 0.79);
+# - writing a row too (Y, residual_out), the fragment program's stores keep the memory busy through its
+#   waits: it won 14 of 17 by 4–22 % (LayerNorm, add → RMSNorm → FP8 at 3072–12288), losing only on
+#   fp16 LayerNorm (→ RoPE) 12288 (4–13 %) — except where a row waits on a gathered load: there the stream
+#   won on all five that kept two or three blocks an SM (bf16 QK-norm → cache RoPE 8192 0.65 → 0.81,
+#   cache RoPE 6144 0.80 → 0.88, fp16 8192 0.78 → 0.85, fp16 QK-norm 7168 0.85 → 0.93 and even) and lost
+#   23 % on one block (bf16 cache RoPE 12288).
+# The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
+# most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
+# 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92.
 WIDE_STREAM_MAX_FRAGMENT_BLOCKS = 4
 WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
 WIDE_STREAM_MIN_WAITS = 2
 WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
 WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
+WIDE_STREAM_GATHER_MIN_BLOCKS = 2
 
 
 def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
@@ -827,10 +837,9 @@ def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) 
     return max(1, min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads, by_registers))
 
 
-def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: int) -> Schedule | None:
-    """The row schedule of the stream program variant "auto" takes instead of `fragment` (planned whole,
-    for the planner's route of many tokens), whose rows wait `waits` times after their load; None where
-    the fragment program stays."""
+def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
+    """The row schedule of the stream program variant "auto" takes instead of `fragment` (the planner's
+    route of many tokens), or None where the fragment program stays."""
     row_bytes = fragment.padded_hidden * DTYPE_BYTES[spec.dtype]
     blocks = fragment_blocks_per_sm(fragment, side_inputs)
     if (
@@ -840,7 +849,8 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         or fragment.block_m > 1
         or fragment.row_split > 1
         or row_bytes <= STREAM_MAX_ROW_BYTES
-        or waits < WIDE_STREAM_MIN_WAITS
+        or waits.barriers + waits.gathers < WIDE_STREAM_MIN_WAITS
+        or (waits.writes_row and not waits.gathers)
         or blocks > WIDE_STREAM_MAX_FRAGMENT_BLOCKS
         or blocks * row_bytes >= WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT
     ):
@@ -849,20 +859,30 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
     multiple = columns_multiple(spec)
     for threads in POWER_OF_TWO_THREADS:
-        if threads < WIDE_STREAM_MIN_THREADS or (spec.schedule.threads != "auto" and threads != spec.schedule.threads):
+        if threads < WIDE_STREAM_MIN_THREADS or spec.schedule.threads not in ("auto", threads):
             continue
         try:
             row = _row_schedule(spec, 1, threads, multiple, threads_by="the stream's fewest threads holding the row in 16-byte vectors")
         except ChainError:  # the row does not fit in registers at this thread count
             continue
         if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and _ring_copy_fits(spec, row):
-            why = (
-                f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
-                f"({blocks * row_bytes // 1024} KB in flight), each waiting {waits} times after its load (block-wide reductions, "
-                "loads addressed by another) with none of its own loads in flight"
-            )
-            return replace(row, variant="stream", reasons=row.reasons + (why,))
-    return None
+            break
+    else:
+        return None
+    what = "writes only FP8" if not waits.writes_row else f"waits on {waits.gathers} gathered load(s)"
+    why = (
+        f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
+        f"({blocks * row_bytes // 1024} KB in flight), each row waiting {waits.barriers + waits.gathers} times after its load "
+        f"with none of its block's loads in flight, and the kernel {what}"
+    )
+    streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
+    try:
+        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs), side_inputs)
+    except ChainError:  # the ring, or the stream's token bound, does not fit this spec
+        return None
+    if waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS:
+        return None
+    return streamed
 
 
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching
