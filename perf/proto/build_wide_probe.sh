@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Builds session 17's probe (perf/probe17/README.md) into perf/probe17/kernels/, untuned, for one device
-# call that carries them (git-ignored): `CHECK=_ws bash perf/proto/call_probe.sh perf/probe17/kernels probe17 3`.
-# A sample of the specs whose planner schedule the wide-stream rule (schedule.wide_stream) turns from
-# fragment to stream, over chains, dtypes and widths it was not fitted to:
+# Builds a wide-stream probe of session 17 (perf/PROBE/README.md) into perf/PROBE/kernels/, untuned, for one
+# device call that carries them (git-ignored): `CHECK=_ws bash perf/proto/call_probe.sh perf/PROBE/kernels PROBE 3`.
+#     bash perf/proto/build_wide_probe.sh PROBE
+# probe17: the sample the rule was refitted on (built at f730b48, the rule before the refit); probe18: specs
+# the refitted rule streams, held out from its fit.
+# perf/PROBE/sample.txt lists specs (chain dtype hidden) whose planner schedule the wide-stream rule
+# (schedule.wide_stream) turns from fragment to stream:
 #   - NAME_frag: the spec with variant = "fragment" (the schedule auto took before the rule);
 #   - NAME_ws: the spec as it is, variant auto: the rule's stream.
 # Run from the repo root on a machine with tilelang.
 set -eu
 source perf/proto/probe_build.sh
-probe_setup probe17
-"$python" - "$work" <<'PY'
+probe_setup "$1"
+"$python" - "$work" "perf/$1/sample.txt" <<'PY'
 import sys
 from pathlib import Path
 
@@ -27,19 +30,7 @@ CHAINS = {
     "rms_cache": (RMS, rope(cache=True)), "add_rms_q": (ADD, RMS, quant(), NO_Y),
     "rms_rope_q": (RMS, rope(), quant(), NO_Y), "qk": (HEAD_RMS, rope(128, cache=True)),
 }
-SAMPLE = [
-    ("ln", "float16", 5120), ("ln", "bfloat16", 7168), ("ln", "bfloat16", 8192), ("ln", "float16", 12288),
-    ("ln", "float32", 3072), ("ln", "float32", 6144),
-    ("ln_q", "bfloat16", 6144), ("ln_q", "float32", 5120), ("ln_q", "float16", 10240),
-    ("ln_q128", "bfloat16", 7168), ("ln_q128", "float32", 3072),
-    ("ln_rope", "bfloat16", 7168), ("ln_rope", "float16", 12288),
-    ("ln_rope_q128", "float32", 7168), ("ln_rope_q128", "bfloat16", 5120), ("ln_rope_q128", "float16", 8192),
-    ("rms_cache", "bfloat16", 6144), ("rms_cache", "float16", 8192), ("rms_cache", "bfloat16", 12288),
-    ("add_rms_q", "float16", 6144), ("add_rms_q", "bfloat16", 8192), ("add_rms_q", "bfloat16", 12288),
-    ("add_rms_q", "float32", 7168),
-    ("rms_rope_q", "float16", 7168), ("rms_rope_q", "bfloat16", 10240),
-    ("qk", "float16", 7168), ("qk", "bfloat16", 8192),
-]
+SAMPLE = [(chain, dtype, int(hidden)) for chain, dtype, hidden in (line.split() for line in Path(sys.argv[2]).read_text().splitlines() if line.strip())]
 for chain, dtype, hidden in SAMPLE:
     ops = CHAINS[chain]
     body = "\n".join(ops)
@@ -52,7 +43,7 @@ for chain, dtype, hidden in SAMPLE:
 PY
 build_with "$repo" specs-frag
 build_with "$repo" specs
-probe_collect  # want 54
+probe_collect
 "$python" - "$out" <<'PY'
 import json
 import sys
