@@ -247,7 +247,8 @@ ROW_VARIANTS = ("fragment", "stream")
 
 @dataclass(frozen=True)
 class RowWaits:
-    """What a fragment row does after its load, as the planned route says (plan._route)."""
+    """What a fragment program's row waits on after its load, and what it writes, as its planned route
+    says (plan._route; schedule.wide_stream decides from it)."""
 
     barriers: int  # block-wide exchanges per row
     gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)

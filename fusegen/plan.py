@@ -94,7 +94,9 @@ def _route(
     few_tokens: bool = False,
     stream: bool = True,
 ) -> Route:
-    """`few_tokens`, `stream`: see choose_schedule and with_variant."""
+    """`few_tokens`, `stream`: see choose_schedule and with_variant. On a route of many tokens
+    (`stream`) schedule.wide_stream may take a stream program over the planned fragment one, from what
+    the fragment route's rows wait on and write."""
     schedule = choose_schedule(spec, few_tokens)
     if tuned:
         measured = (

@@ -470,7 +470,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     why = (
         "as the blocks_per_sm hint asks"
         if blocks_hint != "auto"
-        else f"the most that leave each thread the ~{schedule.register_estimate} registers it is estimated to need"
+        else f"the most whose launch bound leaves each thread at least four fifths of the ~{schedule.register_estimate} registers it is estimated to need"
     )
     if not slots_hint:
         in_flight = blocks * (slots - 1) * row_bytes
@@ -812,11 +812,13 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
 #   fp16 LayerNorm → FP8 10240 0.66 → 0.76 — and lost 2–3 % on three bf16 LayerNorm → FP8 chains, 14 % on
 #   fp32 LayerNorm → per-token FP8 5120 (0.92 → 0.79);
 # - writing a row too (Y, residual_out), the fragment program's stores keep the memory busy through its
-#   waits: it won 14 of 17 by 4–22 % (LayerNorm, add → RMSNorm → FP8 at 3072–12288), losing only on
-#   fp16 LayerNorm (→ RoPE) 12288 (4–13 %) — except where a row waits on a gathered load: there the stream
-#   won on all five that kept two or three blocks an SM (bf16 QK-norm → cache RoPE 8192 0.65 → 0.81,
-#   cache RoPE 6144 0.80 → 0.88, fp16 8192 0.78 → 0.85, fp16 QK-norm 7168 0.85 → 0.93 and even) and lost
-#   23 % on one block (bf16 cache RoPE 12288).
+#   waits: it won 11 of 14 by 4–22 % (LayerNorm, LayerNorm → RoPE, add → RMSNorm → FP8 at 3072–12288),
+#   losing only on fp16 LayerNorm (→ RoPE) 12288 (4–13 %) — except where a row waits on a gathered load:
+#   there the stream won five of six that kept two or three blocks an SM (bf16 QK-norm → cache RoPE 8192
+#   0.65 → 0.81, fp16 7168 0.85 → 0.93 and even, cache RoPE fp16 8192 0.78 → 0.85, bf16 6144 0.80 → 0.88
+#   at three blocks but 0.76 at two) and lost 23 % on one block (bf16 cache RoPE 12288).
+# On 14 specs held out from that fit (perf/probe18) the stream this rule plans won 10, by 3–65 %, and lost
+# 1–8 % on four (three of them fp32 RMSNorm chains): 1.16 × the fragment program's speed, geometric mean.
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92.
@@ -844,7 +846,6 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     blocks = fragment_blocks_per_sm(fragment, side_inputs)
     if (
         spec.schedule.variant != "auto"
-        or spec.schedule.blocks_per_sm != "auto"  # a launch bound asked of the fragment program
         or fragment.variant != "fragment"
         or fragment.block_m > 1
         or fragment.row_split > 1

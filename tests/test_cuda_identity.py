@@ -7,7 +7,9 @@ routed-rope_tail_neox_64 rewritten when gptj pairs turned in registers and every
 of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_group rewritten when the
 fp8 amax began reducing |row| instead of TileLang's reduce_absmax; every one rewritten when kernels began
 telling nvcc threadIdx.x < threads, and again when the norms' means became multiplies by 1 / N;
-the two quant ones when the scale's division became two fmas): a change to how kernel.py reads must not
+the two quant ones when the scale's division became two fmas; case-stream_ln_y_mean when a stream's
+launch bound began sitting up to a fifth under the register estimate, 9 blocks an SM instead of 8): a
+change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
 

@@ -14,7 +14,7 @@ import pytest
 from fusegen.build import collect_spec_files, load_and_plan
 from fusegen.errors import ChainError
 from fusegen.plan import plan
-from fusegen.schedule import STREAM_BYTES_IN_FLIGHT
+from fusegen.schedule import STREAM_BYTES_IN_FLIGHT, STREAM_MIN_TOKENS
 from fusegen.spec import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,17 +62,78 @@ def test_rows_of_a_kilobyte_stream_with_rows_in_flight(ops, dtype, hidden):
 
 
 @pytest.mark.parametrize("ops", [[LN], [RMS, rope()], [RMS, quant()], [LN, rope(), quant(64)]])
-@pytest.mark.parametrize("hidden", [768, 1024, 1536, 2048, 4096, 7168])
+@pytest.mark.parametrize("hidden", [768, 1024, 1536, 2048, 4096])
 def test_wider_rows_keep_one_row_per_block(ops, hidden):
-    """From 1.5 KB up one row per block measured faster, read-heavy chains too (docs/bench/sweep/ab.md)."""
+    """From 1.5 KB up one row per block measured faster, read-heavy chains too (docs/bench/sweep/ab.md),
+    wherever an SM holds five blocks or more (at 4096: 6–8)."""
     assert planned(ops, "float16", hidden, outputs={"y": len(ops) == 1 or "quant_fp8" not in ops[-1]["kind"]}).variant == "fragment"
 
 
+# (chain, dtype, hidden, outputs) timed on the H200 with both variants (perf/probe17, perf/probe18), the
+# stream as the rule plans it: × copy, fragment → stream.
+WIDE_STREAMED = [
+    pytest.param([RMS, rope(), quant()], "bfloat16", 10240, {"y": False}, id="fp8-only rms-rope 0.62 to 0.95"),
+    pytest.param([LN, rope(), quant(128)], "float16", 8192, {"y": False}, id="fp8-only ln-rope g128 0.47 to 0.82"),
+    pytest.param([LN, quant(32)], "float32", 5120, {"y": False}, id="fp8-only fp32 ln g32 0.80 to 0.95"),
+    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "float16", 10240, None, id="gather cache rope 0.70 to 0.90"),
+    pytest.param(
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
+        "bfloat16",
+        6144,
+        None,
+        id="gather qk-norm 0.68 to 0.90",
+    ),
+]
+WIDE_KEPT = [
+    pytest.param([{"kind": "add_residual"}, RMS, quant()], "bfloat16", 12288, {"y": False}, id="writes residual_out 0.99 vs 0.77"),
+    pytest.param([LN], "bfloat16", 7168, None, id="writes y 0.97 vs 0.84"),
+    pytest.param([LN, rope()], "bfloat16", 7168, None, id="writes y 0.97 vs 0.84 rope"),
+    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, None, id="gather one stream block 0.85 vs 0.66"),
+    pytest.param([RMS, rope(), quant(128)], "float16", 5120, {"y": False}, id="one wait 0.95 vs 0.86"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "outputs"), WIDE_STREAMED)
+def test_wide_rows_that_wait_in_few_blocks_stream(ops, dtype, hidden, outputs):
+    """schedule.wide_stream: a fragment program of at most four blocks an SM under 64 KB, rows waiting twice
+    (barriers, gathered loads), the kernel writing only FP8 or waiting on a gather."""
+    extra = {"outputs": outputs} if outputs else {}
+    s = planned(ops, dtype, hidden, head_dim=128, **extra) if ops[0].get("over") else planned(ops, dtype, hidden, **extra)
+    assert s.variant == "stream" and s.vector_bytes == 16 and s.elems_per_thread <= 56 and s.threads >= 128
+    assert any("variant auto → stream: the fragment program would keep" in r for r in s.reasons)
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "outputs"), WIDE_KEPT)
+def test_wide_rows_whose_stalls_are_hidden_stay_fragments(ops, dtype, hidden, outputs):
+    extra = {"outputs": outputs} if outputs else {}
+    assert planned(ops, dtype, hidden, **extra).variant == "fragment"
+
+
+def test_the_wide_stream_rule_leaves_hinted_schedules_alone():
+    fp8_only = ([RMS, rope(), quant()], "bfloat16", 10240)
+    for hints in ({"variant": "fragment"}, {"variant": "fragment", "blocks_per_sm": 2}, {"block_m": 2}):
+        assert planned(*fp8_only, outputs={"y": False}, schedule=hints).variant == "fragment", hints
+    assert planned(*fp8_only, outputs={"y": False}, schedule={"threads": 512}).threads == 512
+    # Per-token side inputs read after the reductions are the stall the ring would hide: no stream.
+    assert planned(*fp8_only, outputs={"y": False}, schedule={"prefetch": False}).variant == "fragment"
+
+
+def test_the_wide_stream_serves_only_the_route_of_many_tokens():
+    spec = KernelSpec.model_validate(
+        {"name": "k", "dtype": "bfloat16", "hidden": 10240, "op": [RMS, rope(), quant()], "outputs": {"y": False}}
+    )
+    routes = plan(spec, "k.toml").routes
+    assert [r.schedule.variant for r in routes] == ["fragment"] * (len(routes) - 1) + ["stream"]
+    assert routes[-1].first_tokens == STREAM_MIN_TOKENS
+
+
 def test_stream_ring_depth_reaches_the_bytes_in_flight_of_the_measured_winners():
-    # bf16 7168 fp8-only: the tuned winner is 128 threads × 2 blocks per SM × a 3-slot ring.
+    # bf16 7168 fp8-only: 128 threads × 3 blocks per SM × a 2-slot ring holds 42 KB in flight. The tune
+    # (docs/bench/tune/tune-shuffle-7168.json) ran it at 89.2 µs, within 2 % of its winner (2 blocks × 3
+    # slots, 87.7); in fp16 it was the winner (89.5 against 89.7).
     streamed = {"variant": "stream"}
     s = planned([RMS, rope(), quant()], hidden=7168, outputs={"y": False}, schedule=streamed)
-    assert (s.variant, s.threads, s.blocks_per_sm, s.ring_slots) == ("stream", 128, 2, 3)
+    assert (s.variant, s.threads, s.blocks_per_sm, s.ring_slots) == ("stream", 128, 3, 2)
     # At 4096 four blocks of two slots already hold 32 KB: a deeper ring measured 1–5 % slower.
     s = planned([RMS, rope(), quant()], hidden=4096, outputs={"y": False}, schedule=streamed)
     assert (s.blocks_per_sm, s.ring_slots) == (4, 2)
@@ -184,7 +245,7 @@ def test_float32_per_column_side_inputs_keep_their_loads_in_place():
     (schedule.with_pinned_side_inputs). Below four warps an SM holds enough rows to hide the wait, and held
     in place 768 lost two blocks and ran 0.91 against 0.97. 16-bit ones sunk saved a block per SM and ran
     faster; a stream block stages them once for all its rows."""
-    s = planned([LN, quant(32)], "float32", 5120, outputs={"y": False})
+    s = planned([LN, quant(32)], "float32", 5120, outputs={"y": False}, schedule={"variant": "fragment"})
     assert (s.variant, s.prefetch, s.threads, s.pinned_side_inputs) == ("fragment", True, 128, True)
     assert any("not marked __restrict__" in r for r in s.reasons)
     narrow = planned([LN, quant()], "float32", 768, outputs={"y": False})
