@@ -73,6 +73,9 @@ class Candidate:
     plan: Plan
     rejected: str | None = None
     median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
+    # The fragment program the planner's own stream replaced (variant auto streams short rows and some wide
+    # ones: schedule.wide_stream, slower on 8 of the 28 specs it streamed in perf/probe17–18): quick times it.
+    replaced_by_stream: bool = False
 
 
 def _concrete(s: Schedule) -> dict:
@@ -102,7 +105,8 @@ def _worth_timing(p: Plan) -> bool:
 
 
 def candidates(spec: KernelSpec) -> list[Candidate]:
-    """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first."""
+    """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first, then
+    where the planner streams, the fragment program its stream replaced."""
     pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
     axes = {
         "threads": thread_counts(spec),
@@ -117,6 +121,10 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
     found = {json.dumps(_concrete(default.schedule), sort_keys=True): Candidate(_concrete(default.schedule), default)}
+    if default.schedule.variant == "stream" and spec.schedule.variant == "auto":
+        replaced = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment"})}), "<tune>")
+        key = json.dumps(_concrete(replaced.schedule), sort_keys=True)
+        found[key] = Candidate(_concrete(replaced.schedule), replaced, replaced_by_stream=True)
     # Rows split over blocks (each count of parts with the planner's other choices): what wins at few tokens.
     splits = row_splits(spec, MIN_TUNED_PART_BYTES) if "row_split" not in pinned else ()
     combos = [dict(zip(free, combo)) for combo in itertools.product(*free.values())] + [{"row_split": parts} for parts in splits]
@@ -209,11 +217,12 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
 
 
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
-    """The planner's own schedule (always timed: the winner must beat it), its tightest launch bounds
-    (_tight_bounds), its schedule on twice the threads (_more_threads) and the others rank_key puts first
+    """The planner's own schedule (always timed: the winner must beat it), the fragment program its stream
+    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads)
+    and the others rank_key puts first
     up to `count`, taken from each variant in turn: which variant wins moved with the chain and the width
     (NOTES.md steps 14–15), so neither is left out."""
-    bounds = _tight_bounds(found) + _more_threads(found)
+    bounds = [c for c in found[1:] if c.replaced_by_stream] + _tight_bounds(found) + _more_threads(found)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:

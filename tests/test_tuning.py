@@ -393,7 +393,7 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
 def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
     from fusegen.tune import QUICK_BOUNDS, quick_candidates, rank_key, winners
 
-    spec = spec_of(hidden=7168, dtype="bfloat16")
+    spec = spec_of(hidden=5120, dtype="bfloat16")
     found = candidates(spec)
     quick = quick_candidates(found, 8)
     assert quick[0] is found[0] and len(quick) == 8 < len(found)
@@ -421,6 +421,20 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
     chosen = winners(spec, quick, Measured()).buckets
     assert {b.median_us for b in chosen} == {93.0} and {b.planner_median_us for b in chosen} == {100.0}
     assert chosen[0].hints.model_dump() == WinnerHints.model_validate(quick[-1].hints).model_dump()
+
+
+def test_where_the_planner_streams_quick_also_times_the_fragment_program_it_replaced():
+    """bf16 RMSNorm → RoPE → FP8 7168 without Y: schedule.wide_stream streams it. The fragment program
+    variant = "fragment" plans is the second candidate and among quick's eight."""
+    from fusegen.tune import quick_candidates
+
+    spec = spec_of(hidden=7168, dtype="bfloat16")
+    found = candidates(spec)
+    assert found[0].plan.schedule.variant == "stream" and found[1].replaced_by_stream
+    fragment = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment"})}), "<tune>")
+    assert found[1].plan.schedule == fragment.schedule
+    assert found[1] in quick_candidates(found, 8)
+    assert not any(c.replaced_by_stream for c in candidates(spec_of(hidden=5120, dtype="bfloat16")))
 
 
 Q_B_SPEC = ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"
