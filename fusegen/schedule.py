@@ -803,7 +803,7 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
 # addressed by another (RoPE's cache row at the token's position) with none of its own loads in flight,
 # so with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
 # flight meanwhile — but holds more registers and reads the row back from shared memory, which costs
-# where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 39 specs, both
+# where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 43 specs, both
 # variants of each in one run, 16384 tokens), among specs whose fragment program keeps at most four blocks
 # an SM under 64 KB of rows and whose rows wait twice or more:
 # - writing only FP8 (no row in the activations' dtype: the least traffic a column, so the waits weigh

@@ -219,9 +219,8 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the fragment program its stream
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads)
-    and the others rank_key puts first
-    up to `count`, taken from each variant in turn: which variant wins moved with the chain and the width
-    (NOTES.md steps 14–15), so neither is left out."""
+    and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
+    moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
     bounds = [c for c in found[1:] if c.replaced_by_stream] + _tight_bounds(found) + _more_threads(found)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
