@@ -820,8 +820,8 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
 # On 14 specs held out from that fit (perf/probe18) the stream this rule plans won 10, by 3–65 %, and lost
 # 1–8 % on four (three of them fp32 RMSNorm chains): 1.16 × the fragment program's speed, geometric mean.
 # The blocks counted are fragment_blocks_per_sm's, from the planner's register estimate, which allows one
-# block fewer than ptxas's registers do on most sweep kernels: the four above were fitted on that count
-# (counted from ptxas's registers, the same specs hold four to six).
+# block fewer than ptxas's registers do on most sweep kernels (NOTES.md step 39): the threshold of four was
+# fitted on that count.
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92.
