@@ -20,7 +20,7 @@ import torch
 from torch._C._dynamo.guards import TensorGuards
 
 from . import native
-from .model import HOPPER_SMS, MAX_TOKENS, padded_tokens
+from .model import HOPPER_SMS, padded_tokens
 
 # Vector loads of 16 bytes need every row to start on a 16-byte boundary.
 ALIGNMENT = 16
@@ -137,7 +137,7 @@ class Launcher:
     implementation instead of tracing into this class: the functional op allocates the outputs, its
     out variant writes into preallocated ones."""
 
-    def __init__(self, name, identity, routes, target, inputs, outputs, output_type, tokens, most_tokens=MAX_TOKENS):
+    def __init__(self, name, identity, routes, target, inputs, outputs, output_type, tokens, most_tokens):
         self.name = name
         self.identity = identity
         self.routes = routes  # ((first tokens, last tokens or None, program), ...) ascending

@@ -56,7 +56,15 @@ def stubbed(request, monkeypatch, stub_program):
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: None, raising=False)  # a CPU tensor's device index
     module = importlib.import_module("generated.rms_norm_rope_quant_fused.kernel")
     launcher = runtime.Launcher(
-        module.NAME, module.IDENTITY, module.ROUTES, module.TARGET, module.INPUTS, module.OUTPUTS, module.Outputs, module.TOKENS
+        module.NAME,
+        module.IDENTITY,
+        module.ROUTES,
+        module.TARGET,
+        module.INPUTS,
+        module.OUTPUTS,
+        module.Outputs,
+        module.TOKENS,
+        module.MOST_TOKENS,
     )
     through_op = []
     op, op_out = launcher.op, launcher.op_out
