@@ -71,41 +71,40 @@ def test_wider_rows_keep_one_row_per_block(ops, hidden):
 
 # (chain, dtype, hidden, outputs) timed on the H200 with both variants (perf/probe17, perf/probe18), the
 # stream as the rule plans it: × copy, fragment → stream.
+NO_Y = {"outputs": {"y": False}}
 WIDE_STREAMED = [
-    pytest.param([RMS, rope(), quant()], "bfloat16", 10240, {"y": False}, id="fp8-only rms-rope 0.62 to 0.95"),
-    pytest.param([LN, rope(), quant(128)], "float16", 8192, {"y": False}, id="fp8-only ln-rope g128 0.47 to 0.82"),
-    pytest.param([LN, quant(32)], "float32", 5120, {"y": False}, id="fp8-only fp32 ln g32 0.80 to 0.95"),
-    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "float16", 10240, None, id="gather cache rope 0.70 to 0.90"),
+    pytest.param([RMS, rope(), quant()], "bfloat16", 10240, NO_Y, id="fp8-only rms-rope 0.62 to 0.95"),
+    pytest.param([LN, rope(), quant(128)], "float16", 8192, NO_Y, id="fp8-only ln-rope g128 0.47 to 0.82"),
+    pytest.param([LN, quant(32)], "float32", 5120, NO_Y, id="fp8-only fp32 ln g32 0.80 to 0.95"),
+    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "float16", 10240, {}, id="gather cache rope 0.70 to 0.90"),
     pytest.param(
         [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
         "bfloat16",
         6144,
-        None,
+        {"head_dim": 128},
         id="gather qk-norm 0.68 to 0.90",
     ),
 ]
 WIDE_KEPT = [
-    pytest.param([{"kind": "add_residual"}, RMS, quant()], "bfloat16", 12288, {"y": False}, id="writes residual_out 0.99 vs 0.77"),
-    pytest.param([LN], "bfloat16", 7168, None, id="writes y 0.97 vs 0.84"),
-    pytest.param([LN, rope()], "bfloat16", 7168, None, id="writes y 0.97 vs 0.84 rope"),
-    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, None, id="gather one stream block 0.85 vs 0.66"),
-    pytest.param([RMS, rope(), quant(128)], "float16", 5120, {"y": False}, id="one wait 0.95 vs 0.86"),
+    pytest.param([{"kind": "add_residual"}, RMS, quant()], "bfloat16", 12288, NO_Y, id="writes residual_out 0.99 vs 0.77"),
+    pytest.param([LN], "bfloat16", 7168, {}, id="writes y 0.97 vs 0.84"),
+    pytest.param([LN, rope()], "bfloat16", 7168, {}, id="writes y 0.97 vs 0.84 rope"),
+    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, {}, id="gather one stream block 0.85 vs 0.66"),
+    pytest.param([RMS, rope(), quant(128)], "float16", 5120, NO_Y, id="one wait 0.95 vs 0.86"),
 ]
 
 
-@pytest.mark.parametrize(("ops", "dtype", "hidden", "outputs"), WIDE_STREAMED)
-def test_wide_rows_that_wait_in_few_blocks_stream(ops, dtype, hidden, outputs):
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra"), WIDE_STREAMED)
+def test_wide_rows_that_wait_in_few_blocks_stream(ops, dtype, hidden, extra):
     """schedule.wide_stream: a fragment program of at most four blocks an SM under 64 KB, rows waiting twice
     (barriers, gathered loads), the kernel writing only FP8 or waiting on a gather."""
-    extra = {"outputs": outputs} if outputs else {}
-    s = planned(ops, dtype, hidden, head_dim=128, **extra) if ops[0].get("over") else planned(ops, dtype, hidden, **extra)
+    s = planned(ops, dtype, hidden, **extra)
     assert s.variant == "stream" and s.vector_bytes == 16 and s.elems_per_thread <= 56 and s.threads >= 128
     assert any("variant auto → stream: the fragment program would keep" in r for r in s.reasons)
 
 
-@pytest.mark.parametrize(("ops", "dtype", "hidden", "outputs"), WIDE_KEPT)
-def test_wide_rows_whose_stalls_are_hidden_stay_fragments(ops, dtype, hidden, outputs):
-    extra = {"outputs": outputs} if outputs else {}
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra"), WIDE_KEPT)
+def test_wide_rows_whose_stalls_are_hidden_stay_fragments(ops, dtype, hidden, extra):
     assert planned(ops, dtype, hidden, **extra).variant == "fragment"
 
 
