@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import types
@@ -25,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
+from .compile import workers_leave_interrupts_to_us
 from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
 from .errors import ChainError, SpecError, UsageError
@@ -175,9 +175,10 @@ def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[
             compiled(index)
         return results
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context)
     try:
-        index_of = {pool.submit(_compile_one, path, verbose): index for index, path in enumerate(paths)}
+        with workers_leave_interrupts_to_us():  # a spawn-context pool starts its workers as tasks are submitted
+            index_of = {pool.submit(_compile_one, path, verbose): index for index, path in enumerate(paths)}
         for future in as_completed(index_of):
             results[index_of[future]] = future.result()
             compiled(index_of[future])
@@ -187,12 +188,6 @@ def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[
     finally:
         _stop(pool)
     return results
-
-
-def _ignore_interrupts() -> None:
-    """Compile workers leave Ctrl-C (sent to the whole terminal process group) to the build, which stops
-    them; otherwise each prints its own traceback."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

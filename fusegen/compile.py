@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import multiprocessing
+import signal
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -46,6 +49,23 @@ def cuda_sources_of_file(kernel_py: Path) -> list[str]:
     return cuda_sources(import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}"))
 
 
+@contextmanager
+def workers_leave_interrupts_to_us():
+    """Worker processes spawned inside this block ignore Ctrl-C from their first instruction: it reaches
+    the whole terminal process group, and the caller stops its workers itself. (Python keeps a SIGINT it
+    starts with ignored ignored. Ignoring it from a pool initializer left a window: a worker still
+    importing when Ctrl-C came printed its own traceback.) Outside the main thread, where signal handlers
+    cannot be set, it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def in_worker_processes(function, arguments: list[tuple], jobs: int) -> list:
     """function(*args) for each tuple of arguments in spawned worker processes, results in order. TileLang
     compiles are CPU-bound and each worker fills TileLang's disk cache, from which the calling process
@@ -54,7 +74,9 @@ def in_worker_processes(function, arguments: list[tuple], jobs: int) -> list:
         return []
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(arguments))), mp_context=context) as pool:
-        return list(pool.map(function, *zip(*arguments)))
+        with workers_leave_interrupts_to_us():  # a spawn-context pool starts its workers as tasks are submitted
+            futures = [pool.submit(function, *args) for args in arguments]
+        return [future.result() for future in futures]
 
 
 def import_package(directory: Path, package_name: str):

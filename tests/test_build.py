@@ -356,6 +356,24 @@ def _group_gone(group: int, within: float) -> bool:
     return False
 
 
+def test_compile_workers_ignore_ctrl_c_from_their_first_instruction():
+    """A worker that ignored Ctrl-C only once its pool initializer ran printed a traceback when Ctrl-C came
+    while it was still importing (seen under load). Spawned inside workers_leave_interrupts_to_us, Python
+    starts it with SIGINT ignored; the parent's own handler is back afterwards."""
+    import multiprocessing
+
+    from fusegen.compile import workers_leave_interrupts_to_us
+
+    before = signal.getsignal(signal.SIGINT)
+    context = multiprocessing.get_context("spawn")
+    with workers_leave_interrupts_to_us():
+        worker = context.Process(target=signal.raise_signal, args=(signal.SIGINT,))
+        worker.start()
+    worker.join(timeout=60)
+    assert worker.exitcode == 0  # ignored: the worker raised SIGINT at itself and carried on
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def test_ctrl_c_while_compiling_exits_at_once_and_writes_nothing(work, reference, tmp_path):
     """Ctrl-C reaches the build and its compile workers (one process group, as in a terminal): the build
     stops them rather than waiting for their compilations, and says what it left."""
