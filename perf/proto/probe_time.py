@@ -1,5 +1,5 @@
 """Times every kernel package of a `fusegen build --out` directory at its sweep count (M = max(16384,
-2^26 / hidden)), in interleaved rounds (each round times every kernel once, the order rotated, so a drift
+2^26 / hidden), or PROBE_TOKENS where set), in interleaved rounds (each round times every kernel once, the order rotated, so a drift
 of the GPU or host moves them all alike), against the copy ceiling measured before and after.
 
     python perf/proto/probe_time.py BUILD OUT.json [ROUNDS]
@@ -49,7 +49,7 @@ def main(build: Path, out: Path, rounds: int) -> None:
     for directory in directories:
         plan = json.loads((directory / "plan.json").read_text())
         module = importlib.import_module(f"{build.name}.{directory.name}")
-        tokens = sweep_tokens(plan["hidden"])
+        tokens = int(os.environ.get("PROBE_TOKENS") or sweep_tokens(plan["hidden"]))
         moved = ledger_bytes(plan, tokens)
         try:
             sets = input_sets(module, moved, tokens, l2)
