@@ -34,6 +34,7 @@ from .schedule import (
     few_token_split,
     few_token_threads,
     joint_span,
+    short_rows,
     wide_stream,
     with_joint_reduction,
     with_pinned_side_inputs,
@@ -95,8 +96,9 @@ def _route(
     stream: bool = True,
 ) -> Route:
     """`few_tokens`, `stream`: see choose_schedule and with_variant. On a route of many tokens
-    (`stream`) schedule.wide_stream may take a stream program over the planned fragment one, from what
-    the fragment route's rows wait on and write."""
+    (`stream`) schedule.short_rows may put several short rows in a block, or else schedule.wide_stream
+    take a stream program over the planned fragment one, from what the fragment route's rows wait on and
+    write."""
     schedule = choose_schedule(spec, few_tokens)
     if tuned:
         measured = (
@@ -112,6 +114,9 @@ def _route(
         gathers=sum(1 for s in route.stages for t in s.inputs if t.index is not None),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
+    several = None if few_tokens else short_rows(spec, schedule, waits)
+    if several is not None:
+        return _planned_route(spec, several, first_tokens, last_tokens, origin, stream)
     streamed = wide_stream(spec, route.schedule, staged_inputs(route.stages), waits)
     return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
 
@@ -274,7 +279,7 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     """The planner's own routes by token count: up to FEW_TOKENS a row split over blocks where the chain
     allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); one row
-    per block below STREAM_MIN_TOKENS where many tokens stream; and the schedule for many tokens above — one
+    per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the schedule for many tokens above — one
     route where none of these differ, or for the count a spec pins."""
     origin = "planner rules (no tuning entry for this kernel)"
     many = _route(spec, 1, None, origin)
@@ -282,7 +287,8 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     ranges: list[tuple[int | None, dict]] = []
     if few_token_split(spec) > 1 or few_token_threads(spec, many.schedule):
         ranges.append((FEW_TOKENS, {"few_tokens": True}))
-    if spec.schedule.variant == "auto" and many.schedule.variant == "stream":
+    streams = spec.schedule.variant == "auto" and many.schedule.variant == "stream"
+    if streams or (spec.schedule.block_m == "auto" and many.schedule.block_m > 1):
         ranges.append((STREAM_MIN_TOKENS - 1, {"stream": False}))
     if not ranges:
         return (many,)

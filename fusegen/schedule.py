@@ -319,6 +319,8 @@ def with_pinned_side_inputs(schedule: Schedule, side_inputs: tuple[Tensor, ...])
 SM_REGISTERS = 65536
 SM_THREADS = 2048
 SM_SHARED_BYTES = 227 * 1024
+HOPPER_BLOCKS_PER_SM = 32
+# The most blocks per SM the planner plans for: a stream grid's, a launch bound's.
 MAX_BLOCKS_PER_SM = 16
 # A row's fp32 values plus indexing: fewer registers per thread than this must spill.
 REGISTERS_BESIDE_ROW = 32
@@ -602,7 +604,7 @@ def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
         return None
     if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
         return None
-    if many.threads != WARP_THREADS or many.block_m != 1 or many.variant not in ("fragment", "stream"):
+    if many.threads != WARP_THREADS * many.block_m or many.variant not in ("fragment", "stream"):
         return None
     if few_token_split(spec) > 1:  # last: it plans every split the row allows
         return None
@@ -889,6 +891,56 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     return streamed
 
 
+# A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32
+# blocks: one row a block leaves it at most 32 warps and 32 short rows in flight, and launches a block for
+# each. Several rows a block, as many as 2 KB holds and two at least, lift both limits. Timed on the H200 (perf/probe19: 17
+# specs of 256–1536 columns at one, two, four and eight rows a block, in one run, at the sweep's counts):
+# two 1 KB rows a block ran 0.85–0.99 × copy where one ran 0.77–0.94 (bf16 LayerNorm 512 0.85 → 0.96, fp16
+# RMSNorm 512 0.89 → 0.97, fp32 RMSNorm 256 0.79 → 0.99, fp16 LayerNorm → FP8 512 0.77 → 0.85 — each
+# against the stream the planner took before), bf16 RMSNorm → FP8 768 0.86 → 0.97, the other 1.25–1.5 KB
+# rows within 1 %; rows of 2 KB and more within 1 % or slower (fp16 RMSNorm → FP8 1536 −1 % at two rows,
+# −16 % at eight); four rows a block within 1 % of two or slower. Rows that gather a cache row at each
+# token's position lost with two (fp16 cache RoPE 768 0.99 → 0.86, bf16 QK-norm → cache RoPE 1024 0.995 →
+# 0.81): they keep one.
+SHORT_ROWS_BLOCK_BYTES = 2048
+
+
+def short_rows_block_m(row_bytes: int) -> int:
+    """The most rows, in a power of two up to MAX_BLOCK_M, that SHORT_ROWS_BLOCK_BYTES holds, and at least
+    two; 1 for rows that long."""
+    if row_bytes >= SHORT_ROWS_BLOCK_BYTES:
+        return 1
+    return min(MAX_BLOCK_M, max(2, 1 << (SHORT_ROWS_BLOCK_BYTES // row_bytes).bit_length() - 1))
+
+
+def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule | None:
+    """The fragment schedule of short_rows_block_m rows a block that block_m "auto" takes over `one_row`
+    (choose_schedule's one row a block, for the planner's route of many tokens); None where that is one
+    row, the rows gather, or the hints pin the layout."""
+    hints = spec.schedule
+    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
+    block_m = short_rows_block_m(row_bytes)
+    if (
+        block_m == 1
+        or hints.variant not in ("auto", "fragment")
+        or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
+        or one_row.variant != "fragment"
+        or one_row.row_split > 1
+        or waits.gathers
+        or block_m * one_row.threads > SM_THREADS // 2
+    ):
+        return None
+    why = (
+        f"{block_m} rows a block, {block_m * row_bytes} bytes: one {row_bytes}-byte row a block would leave an SM "
+        f"at most {HOPPER_BLOCKS_PER_SM} rows in flight, one per resident block"
+    )
+    try:
+        _check_blocks_count_tokens(spec, block_m)
+        return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
+    except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
+        return None
+
+
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching
 # their next rows; up to this many tokens a block has at most one row, and there is nothing to prefetch.
 # Measured (H200, `fusegen tune`, docs/bench/sweep/tuned-below/): at 256 tokens one row per block beat the
@@ -907,8 +959,8 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         return schedule
     if spec.schedule.variant != "auto":
         return with_fragment_residency(spec, schedule, side_inputs)
-    if schedule.row_split > 1:
-        fragment = "variant auto → fragment: the stream variant's persistent blocks take whole rows, not parts of them"
+    if schedule.row_split > 1 or schedule.block_m > 1:
+        fragment = "variant auto → fragment: the stream variant's persistent blocks take one whole row a step"
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     why = _stream_by_default(spec, schedule, side_inputs)
     if why is not None and not stream:

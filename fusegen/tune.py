@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .errors import ChainError, SpecError, one_line
-from .model import Plan, Schedule, TokenRange
+from .model import DTYPE_BYTES, Plan, Schedule, TokenRange
 from .plan import plan, staged_inputs
 from .schedule import (
     FRAGMENT_SQUEEZE,
@@ -34,6 +34,7 @@ from .schedule import (
     fragment_registers,
     power_of_two,
     row_splits,
+    short_rows_block_m,
     thread_counts,
 )
 from .spec import KernelSpec, ScheduleHints
@@ -73,9 +74,10 @@ class Candidate:
     plan: Plan
     rejected: str | None = None
     median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
-    # The fragment program the planner's own stream replaced (variant auto streams short rows and some wide
-    # ones: schedule.wide_stream, slower on 8 of the 28 specs it streamed in perf/probe17–18): quick times it.
-    replaced_by_stream: bool = False
+    # The program a planner rule replaced — the fragment program of a stream (variant auto streams some wide
+    # rows: schedule.wide_stream, slower on 8 of the 28 specs it streamed in perf/probe17–18), one row a
+    # block where schedule.short_rows put several: quick times it.
+    replaced_by_rule: bool = False
 
 
 def _concrete(s: Schedule) -> dict:
@@ -106,11 +108,11 @@ def _worth_timing(p: Plan) -> bool:
 
 def candidates(spec: KernelSpec) -> list[Candidate]:
     """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first, then
-    where the planner streams, the fragment program its stream replaced."""
+    where a rule of the planner's replaced one row a block (a stream, several rows), that program."""
     pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
     axes = {
         "threads": thread_counts(spec),
-        "block_m": BLOCK_M_CHOICES,
+        "block_m": tuple(sorted({*BLOCK_M_CHOICES, short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype])})),
         "prefetch": (True, False),
         # "auto": a stream schedule takes the joint reduction wherever the chain allows it (plan.py).
         "joint_reduction": ("auto", True, False),
@@ -121,10 +123,18 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
     found = {json.dumps(_concrete(default.schedule), sort_keys=True): Candidate(_concrete(default.schedule), default)}
-    if default.schedule.variant == "stream" and spec.schedule.variant == "auto":
-        replaced = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment"})}), "<tune>")
+    own = default.schedule
+    rule_off = (
+        {"variant": "fragment"}
+        if own.variant == "stream" and spec.schedule.variant == "auto"
+        else {"block_m": 1}
+        if own.block_m > 1 and spec.schedule.block_m == "auto"
+        else None
+    )
+    if rule_off:
+        replaced = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update=rule_off)}), "<tune>")
         key = json.dumps(_concrete(replaced.schedule), sort_keys=True)
-        found[key] = Candidate(_concrete(replaced.schedule), replaced, replaced_by_stream=True)
+        found[key] = Candidate(_concrete(replaced.schedule), replaced, replaced_by_rule=True)
     # Rows split over blocks (each count of parts with the planner's other choices): what wins at few tokens.
     splits = row_splits(spec, MIN_TUNED_PART_BYTES) if "row_split" not in pinned else ()
     combos = [dict(zip(free, combo)) for combo in itertools.product(*free.values())] + [{"row_split": parts} for parts in splits]
@@ -150,8 +160,9 @@ QUICK_CANDIDATES = 8
 
 def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
-    first: 16-byte accesses; one row per block (two or four rows per block ran 1.2–2× slower at 4096 and
-    7168); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
+    first: 16-byte accesses; the rows per block of schedule.short_rows_block_m (one for rows of 2 KB and
+    more: two or four rows per block ran 1.2–2× slower at 4096 and 7168; for shorter rows as many as 2 KB
+    holds: perf/probe19); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
     per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
     block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
     power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a
@@ -164,7 +175,7 @@ def rank_key(p: Plan) -> tuple:
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
     return (
         s.vector_bytes < 16,
-        s.block_m > 1,
+        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes),
         not 24 <= s.elems_per_thread <= 64,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
@@ -217,11 +228,11 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
 
 
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
-    """The planner's own schedule (always timed: the winner must beat it), the fragment program its stream
+    """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
-    bounds = [c for c in found[1:] if c.replaced_by_stream] + _tight_bounds(found) + _more_threads(found)
+    bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:

@@ -1,6 +1,6 @@
 """The planner's own schedule where nothing is tuned (issue 16): 16-byte vectors wherever a power-of-two
-block can hold the row, the stream variant for rows of at most a kilobyte (with a ring deep enough to
-keep rows in flight), one row per block elsewhere — and every spec of the sweep
+block can hold the row, several rows a block for rows under 2 KB (the stream variant, with a ring deep
+enough to keep rows in flight, for a kilobyte that gathers), one row per block elsewhere — and every spec of the sweep
 (perf/sweep/, scripts/sweep_specs.py) planned, compiled and passing the CUDA checks."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ SWEEP = ROOT / "perf" / "sweep"
 
 RMS = {"kind": "rmsnorm"}
 LN = {"kind": "layernorm"}
+NO_Y = {"outputs": {"y": False}}
 
 
 def planned(ops, dtype="bfloat16", hidden=4096, **extra):
@@ -51,32 +52,87 @@ def test_widths_off_a_power_of_two_tile_keep_16_byte_vectors(hidden):
     assert s.vector_bytes == 16 and s.padded_hidden == hidden and s.threads & (s.threads - 1) == 0
 
 
-@pytest.mark.parametrize("ops", [[LN], [RMS], [LN, quant(64)]])
-@pytest.mark.parametrize(("dtype", "hidden"), [("float16", 512), ("bfloat16", 512)])
-def test_rows_of_a_kilobyte_stream_with_rows_in_flight(ops, dtype, hidden):
-    """fp16 RMSNorm 512 ran 0.89 × copy streamed against 0.79 one row per block (docs/bench/sweep/ab.md)."""
-    s = planned(ops, dtype, hidden)
-    assert s.variant == "stream" and s.block_m == 1
-    row = hidden * {"float16": 2, "bfloat16": 2, "float32": 4}[dtype]
-    assert s.blocks_per_sm * (s.ring_slots - 1) * row >= STREAM_BYTES_IN_FLIGHT
+CACHE_ROPE = rope(64, source="cache", max_position=32768)
+QK_NORM = {"kind": "rmsnorm", "over": "head"}
+
+
+# (chain, dtype, hidden, outputs, rows a block) timed on the H200 at one, two, four and eight rows a block
+# (perf/probe19): × copy, the planner's schedule before → two rows a block.
+SHORT_ROWS = [
+    pytest.param([LN], "bfloat16", 512, {}, 2, id="ln 1 KB 0.85 to 0.96"),
+    pytest.param([RMS], "float16", 512, {}, 2, id="rms 1 KB 0.89 to 0.97"),
+    pytest.param([RMS], "float32", 256, {}, 2, id="fp32 rms 1 KB 0.79 to 0.99"),
+    pytest.param([LN, quant()], "float16", 512, NO_Y, 2, id="fp8-only ln 1 KB 0.77 to 0.85"),
+    pytest.param([RMS, quant()], "bfloat16", 768, NO_Y, 2, id="fp8-only rms 1.5 KB 0.86 to 0.97"),
+    pytest.param([{"kind": "add_residual"}, RMS], "bfloat16", 512, {}, 2, id="add rms 1 KB 0.94 to 0.99"),
+    pytest.param([RMS, rope()], "bfloat16", 256, {}, 4, id="half a KB: four rows"),
+    pytest.param([RMS], "float16", 504, {}, 2, id="a row the ring cannot split"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows"), SHORT_ROWS)
+def test_rows_under_2_kb_share_a_block_up_to_2_kb(ops, dtype, hidden, extra, rows):
+    """schedule.short_rows: one warp a row, as many rows a block as 2 KB holds (two at least), for the
+    route of many tokens; below 1025 tokens one row a block (as before), up to 64 two warps a row."""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
+    *few, many = plan(spec, "k.toml").routes
+    s = many.schedule
+    assert (s.variant, s.block_m, s.threads, s.row_split) == ("fragment", rows, 32 * rows, 1)
+    assert many.first_tokens == STREAM_MIN_TOKENS and all(r.schedule.block_m == 1 for r in few)
+    assert any(f"{rows} rows a block" in r for r in s.reasons)
+
+
+@pytest.mark.parametrize(
+    ("ops", "dtype", "hidden", "extra"),
+    [
+        pytest.param([RMS, CACHE_ROPE], "float16", 768, {}, id="gather cache rope 0.99 vs 0.86"),
+        pytest.param(
+            [QK_NORM, rope(128, source="cache", max_position=32768)], "bfloat16", 1024, {"head_dim": 128}, id="gather qk 0.995 vs 0.81"
+        ),
+        pytest.param([RMS, quant()], "float16", 1536, NO_Y, id="3 KB 0.98 vs 0.96"),
+        pytest.param([LN], "bfloat16", 1024, {}, id="2 KB"),
+    ],
+)
+def test_rows_that_gather_or_reach_2_kb_keep_one_row_per_block(ops, dtype, hidden, extra):
+    assert planned(ops, dtype, hidden, **extra).block_m == 1
+
+
+def test_short_rows_that_gather_still_stream_a_kilobyte():
+    s = planned([RMS, CACHE_ROPE], "bfloat16", 512)
+    assert (s.variant, s.block_m) == ("stream", 1)
+    assert s.blocks_per_sm * (s.ring_slots - 1) * 1024 >= STREAM_BYTES_IN_FLIGHT
+
+
+@pytest.mark.parametrize("hints", [{"block_m": 1}, {"threads": 32}, {"threads": 128}, {"variant": "stream"}, {"block_m": 4}])
+def test_the_short_rows_rule_leaves_hinted_layouts_alone(hints):
+    s = planned([RMS], "float16", 512, schedule=hints)
+    assert s.block_m == hints.get("block_m", 1) and s.threads == hints.get("threads", s.threads)
+
+
+def test_several_rows_a_block_never_stream():
+    """A block_m hint under variant auto used to reach the stream variant, whose persistent blocks take one
+    row a step: it plans one fragment program for every count."""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "bfloat16", "hidden": 512, "op": [RMS], "schedule": {"block_m": 2}})
+    assert {(r.schedule.variant, r.schedule.block_m) for r in plan(spec, "k.toml").routes} == {("fragment", 2)}
+    assert planned([RMS], "float16", 504, schedule={"block_m": 1}).variant == "fragment"
 
 
 @pytest.mark.parametrize("ops", [[LN], [RMS, rope()], [RMS, quant()], [LN, rope(), quant(64)]])
-@pytest.mark.parametrize("hidden", [768, 1024, 1536, 2048, 4096])
-def test_wider_rows_keep_one_row_per_block(ops, hidden):
-    """From 1.5 KB up one row per block measured faster, read-heavy chains too (docs/bench/sweep/ab.md),
-    wherever an SM holds five blocks or more (at 4096: 6–8)."""
-    assert planned(ops, "float16", hidden, outputs={"y": len(ops) == 1 or "quant_fp8" not in ops[-1]["kind"]}).variant == "fragment"
+@pytest.mark.parametrize("hidden", [1024, 1536, 2048, 4096])
+def test_rows_of_2_kb_and_more_keep_one_row_per_block(ops, hidden):
+    """From 2 KB up one row per block measured faster, read-heavy chains too (docs/bench/sweep/ab.md,
+    perf/probe19), wherever an SM holds five blocks or more (at 4096: 6–8)."""
+    s = planned(ops, "float16", hidden, outputs={"y": len(ops) == 1 or "quant_fp8" not in ops[-1]["kind"]})
+    assert (s.variant, s.block_m) == ("fragment", 1)
 
 
 # (chain, dtype, hidden, outputs) timed on the H200 with both variants (perf/probe17, perf/probe18), the
 # stream as the rule plans it: × copy, fragment → stream.
-NO_Y = {"outputs": {"y": False}}
 WIDE_STREAMED = [
     pytest.param([RMS, rope(), quant()], "bfloat16", 10240, NO_Y, id="fp8-only rms-rope 0.62 to 0.95"),
     pytest.param([LN, rope(), quant(128)], "float16", 8192, NO_Y, id="fp8-only ln-rope g128 0.47 to 0.82"),
     pytest.param([LN, quant(32)], "float32", 5120, NO_Y, id="fp8-only fp32 ln g32 0.80 to 0.95"),
-    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "float16", 10240, {}, id="gather cache rope 0.70 to 0.90"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 10240, {}, id="gather cache rope 0.70 to 0.90"),
     pytest.param(
         [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
         "bfloat16",
@@ -147,7 +203,7 @@ def test_a_pinned_ring_or_grid_is_kept_as_asked():
 
 def test_a_short_row_the_ring_cannot_split_falls_back_to_one_row_per_block():
     """fp16 504 = 63 vectors: the ring copies only whole vectors per thread — fragment, saying why."""
-    s = planned([RMS], "float16", 504)
+    s = planned([RMS], "float16", 504, schedule={"block_m": 1})
     assert s.variant == "fragment" and any("variant auto → fragment" in r and "but" in r for r in s.reasons)
 
 
@@ -282,9 +338,10 @@ def test_a_wide_row_takes_a_block_size_that_leaves_room_for_two_blocks():
 
 def test_few_tokens_take_one_row_per_block_where_many_would_stream():
     """At 256 tokens one row per block beat the planner's stream on both 512-column sweep specs by ~10 %
-    (the stream lost to torch.compile there): below 1025 tokens a persistent block has no next row."""
-    p = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
-    _, few, many = p.routes  # the first: two warps a row up to 64 tokens
+    (the stream lost to torch.compile there): below 1025 tokens a persistent block has no next row. (Those
+    rows now take two a block for many tokens: one a block, pinned, streams them.)"""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [RMS], "schedule": {"block_m": 1}})
+    _, few, many = plan(spec, "k.toml").routes  # the first: two warps a row up to 64 tokens
     assert (few.first_tokens, few.last_tokens, few.schedule.variant) == (65, 1024, "fragment")
     assert any("no next row to prefetch" in r for r in few.schedule.reasons)
     assert (many.first_tokens, many.last_tokens, many.schedule.variant) == (1025, None, "stream")
@@ -298,12 +355,8 @@ def test_few_tokens_spread_a_row_one_warp_holds_over_two():
     assert (few.first_tokens, few.last_tokens, few.schedule.threads, few.schedule.elems_per_thread) == (1, 64, 64, 16)
     assert (many.first_tokens, many.last_tokens, many.schedule.threads, many.schedule.row_split) == (65, None, 32, 1)
     assert any("two warps a row for up to 64 tokens" in r for r in few.schedule.reasons)
-    streamed = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
-    assert [(r.first_tokens, r.schedule.variant, r.schedule.threads) for r in streamed.routes] == [
-        (1, "fragment", 64),
-        (65, "fragment", 32),
-        (1025, "stream", 32),
-    ]
+    shared = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
+    assert [(r.first_tokens, r.schedule.block_m, r.schedule.threads) for r in shared.routes] == [(1, 1, 64), (65, 1, 32), (1025, 2, 64)]
 
 
 @pytest.mark.parametrize(
@@ -329,11 +382,14 @@ def test_a_pinned_few_token_count_takes_the_two_warp_route():
     assert (route.first_tokens, route.last_tokens, route.schedule.threads) == (1, None, 64)
 
 
-@pytest.mark.parametrize(("tokens", "variant"), [(256, "fragment"), (1024, "fragment"), (1025, "stream")])
-def test_a_pinned_count_takes_the_variant_of_its_range(tokens, variant):
-    spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [RMS], "tokens": tokens})
+@pytest.mark.parametrize(
+    ("op", "tokens", "variant", "rows"),
+    [(RMS, 256, "fragment", 1), (RMS, 1024, "fragment", 1), (RMS, 1025, "fragment", 2), (CACHE_ROPE, 1025, "stream", 1)],
+)
+def test_a_pinned_count_takes_the_schedule_of_its_range(op, tokens, variant, rows):
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [op], "tokens": tokens})
     (route,) = plan(spec, "k.toml").routes
-    assert (route.first_tokens, route.last_tokens, route.schedule.variant) == (1, None, variant)
+    assert (route.first_tokens, route.last_tokens, route.schedule.variant, route.schedule.block_m) == (1, None, variant, rows)
 
 
 def test_a_pinned_stream_serves_every_count():

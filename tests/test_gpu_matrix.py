@@ -64,7 +64,7 @@ def test_routed_programs_each_serve_their_counts(name, scratch):
 
 def planner_routed_cases() -> list[str]:
     """The cases the planner itself gives several routes (a split row for few tokens, one row per block
-    below a stream's 1025 tokens)."""
+    below the 1025 tokens from which it streams or puts several short rows in a block)."""
     return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
 
 
