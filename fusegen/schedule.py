@@ -899,10 +899,14 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
 # RMSNorm 512 0.89 → 0.97, fp32 RMSNorm 256 0.79 → 0.99, fp16 LayerNorm → FP8 512 0.77 → 0.85 — each
 # against the stream the planner took before), bf16 RMSNorm → FP8 768 0.86 → 0.97, the other 1.25–1.5 KB
 # rows within 1 %; rows of 2 KB and more within 1 % or slower (fp16 RMSNorm → FP8 1536 −1 % at two rows,
-# −16 % at eight); four rows a block within 1 % of two or slower. Rows that gather a cache row at each
-# token's position lost with two (fp16 cache RoPE 768 0.99 → 0.86, bf16 QK-norm → cache RoPE 1024 0.995 →
-# 0.81): they keep one.
+# −16 % at eight); four rows a block within 1 % of two or slower. Rows under 1 KB (perf/probe20, held out):
+# one a block had run 0.20–0.61, four or eight 0.79–0.97. Rows that gather a cache row at each token's
+# position lost with two where a thread holds 16 values or more (fp16 cache RoPE 768 0.99 → 0.86, bf16
+# QK-norm → cache RoPE 1024 0.995 → 0.81, 512 0.96 → 0.88; perf/probe21) and won with two where it holds
+# fewer (bf16 cache RoPE 256 0.50 → 0.95, fp16 QK-norm 256 0.60 → 0.94, fp16 cache RoPE 384 0.69 → 0.93,
+# fp32 256 0.88 → 0.99), four a block 5–16 % under two: they take two, or one.
 SHORT_ROWS_BLOCK_BYTES = 2048
+GATHERED_SHORT_ROWS_BLOCK_M = 2
 
 
 def short_rows_block_m(row_bytes: int) -> int:
@@ -914,19 +918,21 @@ def short_rows_block_m(row_bytes: int) -> int:
 
 
 def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule | None:
-    """The fragment schedule of short_rows_block_m rows a block that block_m "auto" takes over `one_row`
-    (choose_schedule's one row a block, for the planner's route of many tokens); None where that is one
-    row, the rows gather, or the hints pin the layout."""
+    """The fragment schedule of several rows a block that block_m "auto" takes over `one_row`
+    (choose_schedule's one row a block, for the planner's route of many tokens): short_rows_block_m rows,
+    or GATHERED_SHORT_ROWS_BLOCK_M for rows that gather with fewer than STREAM_MIN_ELEMS_PER_THREAD values a
+    thread; None where that is one row, for other rows that gather, or where the hints pin the layout."""
     hints = spec.schedule
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
     block_m = short_rows_block_m(row_bytes)
+    if waits.gathers:
+        block_m = GATHERED_SHORT_ROWS_BLOCK_M if block_m > 1 and one_row.elems_per_thread < STREAM_MIN_ELEMS_PER_THREAD else 1
     if (
         block_m == 1
         or hints.variant not in ("auto", "fragment")
         or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
         or one_row.variant != "fragment"
         or one_row.row_split > 1
-        or waits.gathers
         or block_m * one_row.threads > SM_THREADS // 2
     ):
         return None

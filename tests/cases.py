@@ -550,7 +550,13 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    "short_rows_gathered": case(
+        "a 512-byte row that gathers its cos/sin row: the planner's two rows a block from 1025 tokens",
+        [RMS, rope(64, source="cache", max_position=8192)],
+        hidden=256,
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

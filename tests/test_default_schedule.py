@@ -57,7 +57,7 @@ QK_NORM = {"kind": "rmsnorm", "over": "head"}
 
 
 # (chain, dtype, hidden, outputs, rows a block) timed on the H200 at one, two, four and eight rows a block
-# (perf/probe19): × copy, the planner's schedule before → two rows a block.
+# (perf/probe19–21): × copy, the planner's schedule before → two rows a block.
 SHORT_ROWS = [
     pytest.param([LN], "bfloat16", 512, {}, 2, id="ln 1 KB 0.85 to 0.96"),
     pytest.param([RMS], "float16", 512, {}, 2, id="rms 1 KB 0.89 to 0.97"),
@@ -67,13 +67,20 @@ SHORT_ROWS = [
     pytest.param([{"kind": "add_residual"}, RMS], "bfloat16", 512, {}, 2, id="add rms 1 KB 0.94 to 0.99"),
     pytest.param([RMS, rope()], "bfloat16", 256, {}, 4, id="half a KB: four rows"),
     pytest.param([RMS], "float16", 504, {}, 2, id="a row the ring cannot split"),
+    pytest.param([RMS, CACHE_ROPE], "bfloat16", 256, {}, 2, id="gather 8 values a thread 0.50 to 0.95"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 384, {}, 2, id="gather 12 values a thread 0.69 to 0.93"),
+    pytest.param([RMS, CACHE_ROPE], "float32", 256, {}, 2, id="gather fp32 1 KB 0.88 to 0.99"),
+    pytest.param(
+        [QK_NORM, rope(128, source="cache", max_position=32768)], "float16", 256, {"head_dim": 128}, 2, id="gather qk 0.60 to 0.94"
+    ),
 ]
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows"), SHORT_ROWS)
 def test_rows_under_2_kb_share_a_block_up_to_2_kb(ops, dtype, hidden, extra, rows):
-    """schedule.short_rows: one warp a row, as many rows a block as 2 KB holds (two at least), for the
-    route of many tokens; below 1025 tokens one row a block (as before), up to 64 two warps a row."""
+    """schedule.short_rows: one warp a row, as many rows a block as 2 KB holds (two at least; two for rows
+    that gather, where a thread holds under 16 values), for the route of many tokens; below 1025 tokens one
+    row a block (as before), up to 64 two warps a row."""
     spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
     *few, many = plan(spec, "k.toml").routes
     s = many.schedule
@@ -87,13 +94,16 @@ def test_rows_under_2_kb_share_a_block_up_to_2_kb(ops, dtype, hidden, extra, row
     [
         pytest.param([RMS, CACHE_ROPE], "float16", 768, {}, id="gather cache rope 0.99 vs 0.86"),
         pytest.param(
+            [QK_NORM, rope(128, source="cache", max_position=32768)], "bfloat16", 512, {"head_dim": 128}, id="gather qk 0.96 vs 0.88"
+        ),
+        pytest.param(
             [QK_NORM, rope(128, source="cache", max_position=32768)], "bfloat16", 1024, {"head_dim": 128}, id="gather qk 0.995 vs 0.81"
         ),
         pytest.param([RMS, quant()], "float16", 1536, NO_Y, id="3 KB 0.98 vs 0.96"),
         pytest.param([LN], "bfloat16", 1024, {}, id="2 KB"),
     ],
 )
-def test_rows_that_gather_or_reach_2_kb_keep_one_row_per_block(ops, dtype, hidden, extra):
+def test_rows_that_gather_16_values_a_thread_or_reach_2_kb_keep_one_row_per_block(ops, dtype, hidden, extra):
     assert planned(ops, dtype, hidden, **extra).block_m == 1
 
 
