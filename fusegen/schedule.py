@@ -909,24 +909,23 @@ SHORT_ROWS_BLOCK_BYTES = 2048
 GATHERED_SHORT_ROWS_BLOCK_M = 2
 
 
-def short_rows_block_m(row_bytes: int) -> int:
-    """The most rows, in a power of two up to MAX_BLOCK_M, that SHORT_ROWS_BLOCK_BYTES holds, and at least
-    two; 1 for rows that long."""
+def short_rows_block_m(row_bytes: int, gathers: bool, warp_elems: int) -> int:
+    """Rows a block for a row of `row_bytes` on one warp holding `warp_elems` values a thread: the most,
+    in a power of two up to MAX_BLOCK_M, that SHORT_ROWS_BLOCK_BYTES holds, and at least two; where the row
+    gathers, GATHERED_SHORT_ROWS_BLOCK_M below STREAM_MIN_ELEMS_PER_THREAD values a thread; else 1."""
     if row_bytes >= SHORT_ROWS_BLOCK_BYTES:
         return 1
+    if gathers:
+        return GATHERED_SHORT_ROWS_BLOCK_M if warp_elems < STREAM_MIN_ELEMS_PER_THREAD else 1
     return min(MAX_BLOCK_M, max(2, 1 << (SHORT_ROWS_BLOCK_BYTES // row_bytes).bit_length() - 1))
 
 
 def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule | None:
-    """The fragment schedule of several rows a block that block_m "auto" takes over `one_row`
-    (choose_schedule's one row a block, for the planner's route of many tokens): short_rows_block_m rows,
-    or GATHERED_SHORT_ROWS_BLOCK_M for rows that gather with fewer than STREAM_MIN_ELEMS_PER_THREAD values a
-    thread; None where that is one row, for other rows that gather, or where the hints pin the layout."""
+    """The fragment schedule of short_rows_block_m rows a block that block_m "auto" takes over `one_row`
+    (choose_schedule's one row a block, for the planner's route of many tokens); None where that is one
+    row or the hints pin the layout."""
     hints = spec.schedule
-    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
-    block_m = short_rows_block_m(row_bytes)
-    if waits.gathers:
-        block_m = GATHERED_SHORT_ROWS_BLOCK_M if block_m > 1 and one_row.elems_per_thread < STREAM_MIN_ELEMS_PER_THREAD else 1
+    block_m = short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype], waits.gathers > 0, one_row.elems_per_thread)
     if (
         block_m == 1
         or hints.variant not in ("auto", "fragment")
@@ -936,6 +935,7 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
         or block_m * one_row.threads > SM_THREADS // 2
     ):
         return None
+    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
     why = (
         f"{block_m} rows a block, {block_m * row_bytes} bytes: one {row_bytes}-byte row a block would leave an SM "
         f"at most {HOPPER_BLOCKS_PER_SM} rows in flight, one per resident block"

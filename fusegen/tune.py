@@ -31,6 +31,7 @@ from .schedule import (
     FRAGMENT_SQUEEZE,
     SM_REGISTERS,
     STREAM_MIN_ELEMS_PER_THREAD,
+    WARP_THREADS,
     fragment_registers,
     power_of_two,
     row_splits,
@@ -112,7 +113,9 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     pinned = {key: value for key, value in spec.schedule.model_dump().items() if value != "auto"}
     axes = {
         "threads": thread_counts(spec),
-        "block_m": tuple(sorted({*BLOCK_M_CHOICES, short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype])})),
+        "block_m": tuple(
+            sorted({*BLOCK_M_CHOICES, short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype], gathers=False, warp_elems=0)})
+        ),
         "prefetch": (True, False),
         # "auto": a stream schedule takes the joint reduction wherever the chain allows it (plan.py).
         "joint_reduction": ("auto", True, False),
@@ -158,11 +161,16 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
 QUICK_CANDIDATES = 8
 
 
+def _gathers(p: Plan) -> bool:
+    """Whether a row of the plan reads a side input at a row another input names (RoPE's cache)."""
+    return any(t.index is not None for stage in p.stages for t in stage.inputs)
+
+
 def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
     first: 16-byte accesses; the rows per block of schedule.short_rows_block_m (one for rows of 2 KB and
     more: two or four rows per block ran 1.2–2× slower at 4096 and 7168; for shorter rows as many as 2 KB
-    holds: perf/probe19); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
+    holds, or for rows that gather two or one: perf/probe19–21); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
     per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
     block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
     power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a
@@ -175,7 +183,7 @@ def rank_key(p: Plan) -> tuple:
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
     return (
         s.vector_bytes < 16,
-        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes),
+        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes, _gathers(p), s.padded_hidden // WARP_THREADS),
         not 24 <= s.elems_per_thread <= 64,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
