@@ -43,6 +43,11 @@ CASES = {
     "rms_bf16_5120": case("5120: 20 values per thread", [RMS], hidden=5120),
     "rms_bf16_1536": case("1536: a small model width", [RMS], hidden=1536),
     "rms_bf16_256": case("the seed's small width: one warp per row, four rows a block from 1025 tokens", [RMS], hidden=256),
+    "short_rows_gathered": case(
+        "a 512-byte row that gathers its cos/sin row: the planner's two rows a block from 1025 tokens",
+        [RMS, rope(64, source="cache", max_position=8192)],
+        hidden=256,
+    ),
     "short_rows_quant_padded": case(
         "a 1008-byte row padded to 512 columns, FP8 only: the planner's two rows a block from 1025 tokens",
         [RMS, quant()],
@@ -550,13 +555,7 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
-    "short_rows_gathered": case(
-        "a 512-byte row that gathers its cos/sin row: the planner's two rows a block from 1025 tokens",
-        [RMS, rope(64, source="cache", max_position=8192)],
-        hidden=256,
-    ),
-}
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
