@@ -279,8 +279,8 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     """The planner's own routes by token count: up to FEW_TOKENS a row split over blocks where the chain
     allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); one row
-    per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the schedule for many tokens above — one
-    route where none of these differ, or for the count a spec pins."""
+    per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the
+    schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
     origin = "planner rules (no tuning entry for this kernel)"
     many = _route(spec, 1, None, origin)
     # (the last count a route serves, its _route options), ascending; the last one serves every count above.

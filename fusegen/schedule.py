@@ -893,9 +893,9 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32
 # blocks: one row a block leaves it at most 32 warps and 32 short rows in flight, and launches a block for
-# each. Several rows a block, as many as 2 KB holds and two at least, lift both limits. Timed on the H200 (perf/probe19: 17
-# specs of 256–1536 columns at one, two, four and eight rows a block, in one run, at the sweep's counts):
-# two 1 KB rows a block ran 0.85–0.99 × copy where one ran 0.77–0.94 (bf16 LayerNorm 512 0.85 → 0.96, fp16
+# each. Several rows a block, as many as 2 KB holds and two at least, lift both limits. Timed on the H200
+# (perf/probe19: 17 specs of 256–1536 columns at one, two, four and eight rows a block, in one run, at the
+# sweep's counts): two 1 KB rows a block ran 0.85–0.99 × copy where one ran 0.77–0.94 (bf16 LayerNorm 512 0.85 → 0.96, fp16
 # RMSNorm 512 0.89 → 0.97, fp32 RMSNorm 256 0.79 → 0.99, fp16 LayerNorm → FP8 512 0.77 → 0.85 — each
 # against the stream the planner took before), bf16 RMSNorm → FP8 768 0.86 → 0.97, the other 1.25–1.5 KB
 # rows within 1 %; rows of 2 KB and more within 1 % or slower (fp16 RMSNorm → FP8 1536 −1 % at two rows,
@@ -925,7 +925,8 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
     (choose_schedule's one row a block, for the planner's route of many tokens); None where that is one
     row or the hints pin the layout."""
     hints = spec.schedule
-    block_m = short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype], waits.gathers > 0, one_row.elems_per_thread)
+    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
+    block_m = short_rows_block_m(row_bytes, waits.gathers > 0, one_row.elems_per_thread)
     if (
         block_m == 1
         or hints.variant not in ("auto", "fragment")
@@ -935,7 +936,6 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
         or block_m * one_row.threads > SM_THREADS // 2
     ):
         return None
-    row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
     why = (
         f"{block_m} rows a block, {block_m * row_bytes} bytes: one {row_bytes}-byte row a block would leave an SM "
         f"at most {HOPPER_BLOCKS_PER_SM} rows in flight, one per resident block"

@@ -170,13 +170,13 @@ def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
     first: 16-byte accesses; the rows per block of schedule.short_rows_block_m (one for rows of 2 KB and
     more: two or four rows per block ran 1.2–2× slower at 4096 and 7168; for shorter rows as many as 2 KB
-    holds, or for rows that gather two or one: perf/probe19–21); 24–64 values per thread (fewer ran 1.05–2× slower); for stream, about 32 KB of rows in flight
-    per SM and 128 threads (every stream winner had both); for fragment, the planner's launch bound (one
-    block or two: bounds past that are _tight_bounds' to pick); the values per thread nearest 32; then a
-    power-of-two block, the joint reduction on, prefetch on. Values per thread before powers of two: a
-    fresh full tune of three sweep specs (session 12) was won by 384, 160 and 96 threads where quick had
-    timed only powers of two, and replaying quick over the committed full tunes so ranked finds the winner
-    in 84 % of 165 buckets and one within 2 % in 96 % (powers of two first: 77 % and 91 %;
+    holds, or for rows that gather two or one: perf/probe19–21); 24–64 values per thread (fewer ran
+    1.05–2× slower); for stream, about 32 KB of rows in flight per SM and 128 threads (every stream winner
+    had both); for fragment, the planner's launch bound (one block or two: bounds past that are
+    _tight_bounds' to pick); the values per thread nearest 32; then a power-of-two block, the joint
+    reduction on, prefetch on. Values per thread before powers of two: a fresh full tune of three sweep
+    specs (session 12) was won by 384, 160 and 96 threads where quick had timed only powers of two, and
+    replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets and one within 2 % in 96 % (powers of two first: 77 % and 91 %;
     docs/bench/tune/quick-check-s12.md)."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
