@@ -956,9 +956,9 @@ STREAM_MIN_TOKENS = 1025
 
 
 def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], stream: bool = True) -> Schedule:
-    """The variant "auto" resolves to, with its resources: streamed (ring and grid sized) where
-    `_stream_by_default` says so and the ring can take the row, else one row per block (fragment) with its
-    blocks per SM. `stream` False: the route serves fewer than STREAM_MIN_TOKENS tokens."""
+    """The variant "auto" resolves to, with its resources: streamed (ring and grid sized) where a block
+    takes one whole row, `_stream_by_default` says so and the ring can take the row, else the fragment
+    program with its blocks per SM. `stream` False: the route serves fewer than STREAM_MIN_TOKENS tokens."""
     if schedule.variant == "stream":
         return with_stream(spec, schedule, side_inputs)
     if schedule.variant != "fragment":
