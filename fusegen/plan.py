@@ -86,6 +86,11 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
+def gathered_inputs(stages: tuple[Stage, ...]) -> int:
+    """How many side inputs a row reads at a row another input names (RoPE's cache at the positions)."""
+    return sum(1 for s in stages for t in s.inputs if t.index is not None)
+
+
 def _route(
     spec: KernelSpec,
     first_tokens: int,
@@ -111,7 +116,7 @@ def _route(
     outputs = [t for s in route.stages for t in s.outputs]
     waits = RowWaits(
         barriers=route.barriers_per_row,
-        gathers=sum(1 for s in route.stages for t in s.inputs if t.index is not None),
+        gathers=gathered_inputs(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits)

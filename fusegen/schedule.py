@@ -931,8 +931,6 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
         block_m == 1
         or hints.variant not in ("auto", "fragment")
         or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
-        or one_row.variant != "fragment"
-        or one_row.row_split > 1
         or block_m * one_row.threads > SM_THREADS // 2
     ):
         return None

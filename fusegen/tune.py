@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from .errors import ChainError, SpecError, one_line
 from .model import DTYPE_BYTES, Plan, Schedule, TokenRange
-from .plan import plan, staged_inputs
+from .plan import gathered_inputs, plan, staged_inputs
 from .schedule import (
     FRAGMENT_SQUEEZE,
     SM_REGISTERS,
@@ -126,14 +126,11 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
     found = {json.dumps(_concrete(default.schedule), sort_keys=True): Candidate(_concrete(default.schedule), default)}
-    own = default.schedule
-    rule_off = (
-        {"variant": "fragment"}
-        if own.variant == "stream" and spec.schedule.variant == "auto"
-        else {"block_m": 1}
-        if own.block_m > 1 and spec.schedule.block_m == "auto"
-        else None
-    )
+    own, rule_off = default.schedule, None
+    if own.variant == "stream" and spec.schedule.variant == "auto":
+        rule_off = {"variant": "fragment"}
+    elif own.block_m > 1 and spec.schedule.block_m == "auto":
+        rule_off = {"block_m": 1}
     if rule_off:
         replaced = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update=rule_off)}), "<tune>")
         key = json.dumps(_concrete(replaced.schedule), sort_keys=True)
@@ -161,11 +158,6 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
 QUICK_CANDIDATES = 8
 
 
-def _gathers(p: Plan) -> bool:
-    """Whether a row of the plan reads a side input at a row another input names (RoPE's cache)."""
-    return any(t.index is not None for stage in p.stages for t in stage.inputs)
-
-
 def rank_key(p: Plan) -> tuple:
     """How promising a candidate is by the measurements behind the planner's rules (schedule.py), best
     first: 16-byte accesses; the rows per block of schedule.short_rows_block_m (one for rows of 2 KB and
@@ -183,7 +175,7 @@ def rank_key(p: Plan) -> tuple:
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
     return (
         s.vector_bytes < 16,
-        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes, _gathers(p), s.padded_hidden // WARP_THREADS),
+        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes, gathered_inputs(p.stages) > 0, s.padded_hidden // WARP_THREADS),
         not 24 <= s.elems_per_thread <= 64,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,
