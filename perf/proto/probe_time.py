@@ -1,6 +1,7 @@
 """Times every kernel package of a `fusegen build --out` directory at its sweep count (M = max(16384,
-2^26 / hidden), or PROBE_TOKENS where set), in interleaved rounds (each round times every kernel once, the order rotated, so a drift
-of the GPU or host moves them all alike), against the copy ceiling measured before and after.
+2^26 / hidden), or PROBE_TOKENS where set), in interleaved rounds (each round times every kernel once,
+the order rotated, so a drift of the GPU or host moves them all alike), against the copy ceiling
+measured before and after.
 
     python perf/proto/probe_time.py BUILD OUT.json [ROUNDS]
 
