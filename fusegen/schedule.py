@@ -26,6 +26,15 @@ HARD_ELEMS_PER_THREAD = 64
 # (two barriers each), so fewer, fuller threads pay fewer barriers per row.
 TARGET_ELEMS_PER_THREAD = 32
 MIN_GOOD_ELEMS_PER_THREAD = 24
+# A layout that leaves a thread fewer 16-byte vectors than this ranks below any other the padding allows: the
+# row's fixed costs (a warp's shuffles and the block's barrier per reduction, the gathered loads) are paid
+# by more warps for fewer values each. Timed on the H200 (perf/probe24, 16384 tokens): at 6656 columns,
+# which 416 threads cover whole in two vectors each, QK-norm → cache RoPE, cache RoPE and RMSNorm → RoPE →
+# FP8 ran 0.54–0.60 × copy, and 0.79–0.97 on 128 threads × seven vectors with the row padded to 7168 (six
+# of seven chains faster; LayerNorm → RoPE → FP8 bf16 0.55 → 0.39, its seven vectors, weight and bias
+# taking 189 registers). Three are enough: at 2304, 96 threads × three vectors beat 64 × five padded by
+# 9–60 % on three of four chains and tied on the fourth.
+MIN_GOOD_VECTORS_PER_THREAD = 3
 # A row may be padded by up to 1 / MAX_PADDING_SHARE of its width to keep 16-byte accesses.
 MAX_PADDING_SHARE = 8
 SHARED_BYTES_LIMIT = 48 * 1024
@@ -105,6 +114,7 @@ def _row_schedule(
                     # docs/bench/tune/tune.json), RMSNorm and RoPE within 1 %.
                     padded - n > n // MAX_PADDING_SHARE,
                     vector * elem < 16,
+                    per_thread * elem < MIN_GOOD_VECTORS_PER_THREAD * 16,
                     padded - n,
                     # Among equally padded candidates, whole warps in powers of two. Measured (NOTES.md step
                     # 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast as 256 × 8-byte, and the

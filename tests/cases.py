@@ -555,7 +555,23 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    "qk_norm_cache_rope_bf16_6656_padded": case(
+        "QK-norm → cache RoPE over 52 heads of 128, the row padded to 7168 on 128 threads (whole-row 416 threads "
+        "would hold two vectors each): four masked heads in the last tile",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
+        "bfloat16",
+        6656,
+        head_dim=128,
+    ),
+    "rms_rope_quant_fp16_6656_padded": case(
+        "RMSNorm → RoPE → per-token FP8 over 6656 fp16 columns padded to 7168: the masked tail outside the amax",
+        [RMS, rope(64), quant()],
+        "float16",
+        6656,
+        outputs={"y": False},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
