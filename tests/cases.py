@@ -551,11 +551,7 @@ CASES = {
         "bfloat16",
         6144,
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
+    # Rows padded rather than held in two vectors a thread (schedule.MIN_GOOD_VECTORS_PER_THREAD).
     "qk_norm_cache_rope_bf16_6656_padded": case(
         "QK-norm → cache RoPE over 52 heads of 128, the row padded to 7168 on 128 threads (whole-row 416 threads "
         "would hold two vectors each): four masked heads in the last tile",
@@ -572,6 +568,10 @@ PENDING_GPU_CASES: dict = {
         outputs={"y": False},
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

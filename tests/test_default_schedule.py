@@ -78,8 +78,8 @@ def test_rows_padded_rather_than_two_vectors_a_thread(ops, dtype, hidden, extra)
 
 @pytest.mark.parametrize(("dtype", "hidden", "threads"), [("float16", 2304, 96), ("float32", 3200, 160), ("bfloat16", 5376, 224)])
 def test_three_vectors_a_thread_keep_the_whole_row_cover(dtype, hidden, threads):
-    """96 × three vectors beat 64 × five padded by 9–60 % at 2304 (perf/probe24); 160 fp32 threads × five
-    vectors ran 0.98–1.01 × copy (perf/probe23)."""
+    """At 2304, 96 threads × three vectors beat 64 × five padded by 9–60 % (perf/probe24); at fp32 3200, add →
+    RMSNorm (→ FP8) on 160 threads × five vectors ran 0.98–1.01 × copy (perf/probe23)."""
     s = planned([RMS, rope()], dtype, hidden)
     assert (s.threads, s.padded_hidden) == (threads, hidden)
 
