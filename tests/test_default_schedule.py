@@ -52,18 +52,17 @@ def test_widths_off_a_power_of_two_tile_keep_16_byte_vectors(hidden):
     assert s.vector_bytes == 16 and s.padded_hidden == hidden and s.threads & (s.threads - 1) == 0
 
 
+CACHE_ROPE = rope(64, source="cache", max_position=32768)
+QK_NORM = {"kind": "rmsnorm", "over": "head"}
+QK_ROPE = rope(128, source="cache", max_position=32768)
+
+
 # (chain, dtype, hidden, extra): rows that whole-row thread counts cover in two 16-byte vectors a thread
 # (6656 on 416 threads, 4864 on 608 × one): the planner pads them to a power of two holding more.
 FEW_VECTORS = [
-    pytest.param([RMS, rope(64, source="cache", max_position=32768)], "float16", 6656, {}, id="cache rope 6656 0.59 to 0.97"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 6656, {}, id="cache rope 6656 0.59 to 0.97"),
     pytest.param([RMS, rope(), quant()], "bfloat16", 6656, NO_Y, id="fp8-only 6656 0.60 to 0.90"),
-    pytest.param(
-        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
-        "bfloat16",
-        6656,
-        {"head_dim": 128},
-        id="qk 6656 0.54 to 0.86",
-    ),
+    pytest.param([QK_NORM, QK_ROPE], "bfloat16", 6656, {"head_dim": 128}, id="qk 6656 0.54 to 0.86"),
     pytest.param([LN], "float16", 4864, {}, id="ln 4864"),
 ]
 
@@ -72,7 +71,7 @@ FEW_VECTORS = [
 def test_rows_padded_rather_than_two_vectors_a_thread(ops, dtype, hidden, extra):
     s = planned(ops, dtype, hidden, **extra)
     assert s.variant == "fragment" and s.vector_bytes == 16
-    assert s.elems_per_thread * 2 >= 3 * 16 and s.threads & (s.threads - 1) == 0
+    assert s.elems_per_thread // s.vector_elems >= 3 and s.threads & (s.threads - 1) == 0
     assert hidden < s.padded_hidden <= hidden * 9 // 8
 
 
@@ -82,10 +81,6 @@ def test_three_vectors_a_thread_keep_the_whole_row_cover(dtype, hidden, threads)
     RMSNorm (→ FP8) on 160 threads × five vectors ran 0.98–1.01 × copy (perf/probe23)."""
     s = planned([RMS, rope()], dtype, hidden)
     assert (s.threads, s.padded_hidden) == (threads, hidden)
-
-
-CACHE_ROPE = rope(64, source="cache", max_position=32768)
-QK_NORM = {"kind": "rmsnorm", "over": "head"}
 
 
 # (chain, dtype, hidden, outputs, rows a block) timed on the H200 at one, two, four and eight rows a block
