@@ -183,6 +183,14 @@ def _row_schedule(
             + (f" and the group size {multiple}" if multiple > 1 else "")
             + f": the {'part' if row_split > 1 else 'row'} is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
+        whole = [c for c in candidates if c[3] == n and c[2] == vector]
+        if whole:
+            _, whole_threads, _, _, whole_values = min(whole)
+            reasons.append(
+                f"{whole_threads} threads would cover the {'part' if row_split > 1 else 'row'} whole, but with "
+                f"{whole_values // vector} vector(s) of {vector * elem} bytes a thread, fewer than the {MIN_GOOD_VECTORS_PER_THREAD} that "
+                "carry a row's reductions and barriers"
+            )
     if vector * elem < 16:
         reasons.append(
             f"16-byte vectors would need hidden to be a multiple of {threads // block_m * 16 // elem}; {vector * elem}-byte vectors used"

@@ -73,6 +73,7 @@ def test_rows_padded_rather_than_two_vectors_a_thread(ops, dtype, hidden, extra)
     assert s.variant == "fragment" and s.vector_bytes == 16
     assert s.elems_per_thread // s.vector_elems >= 3 and s.threads & (s.threads - 1) == 0
     assert hidden < s.padded_hidden <= hidden * 9 // 8
+    assert any("would cover the row whole, but with" in reason for reason in s.reasons)
 
 
 @pytest.mark.parametrize(("dtype", "hidden", "threads"), [("float16", 2304, 96), ("float32", 3200, 160), ("bfloat16", 5376, 224)])
