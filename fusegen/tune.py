@@ -168,14 +168,14 @@ def rank_key(p: Plan) -> tuple:
     _tight_bounds' to pick); the values per thread nearest 32; then a power-of-two block, the joint
     reduction on, prefetch on. Values per thread before powers of two: a fresh full tune of three sweep
     specs (session 12) was won by 384, 160 and 96 threads where quick had timed only powers of two, and
-    replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets and one within 2 % in 96 % (powers of two first: 77 % and 91 %;
-    docs/bench/tune/quick-check-s12.md)."""
+    replaying quick over the committed full tunes so ranked finds the winner in 84 % of 165 buckets and one
+    within 2 % in 96 % (powers of two first: 77 % and 91 %; docs/bench/tune/quick-check-s12.md)."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
     return (
         s.vector_bytes < 16,
-        s.block_m != short_rows_block_m(s.padded_hidden * elem_bytes, gathered_inputs(p.stages) > 0, s.padded_hidden // WARP_THREADS),
+        s.block_m != short_rows_block_m(p.hidden * elem_bytes, gathered_inputs(p.stages) > 0, s.padded_hidden // WARP_THREADS),
         not 24 <= s.elems_per_thread <= 64,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,

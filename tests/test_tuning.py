@@ -437,13 +437,15 @@ def test_where_the_planner_streams_quick_also_times_the_fragment_program_it_repl
     assert not any(c.replaced_by_rule for c in candidates(spec_of(hidden=5120, dtype="bfloat16")))
 
 
-def test_where_the_planner_puts_short_rows_together_quick_also_times_one_row_a_block():
+@pytest.mark.parametrize("hidden", [768, 1000])
+def test_where_the_planner_puts_short_rows_together_quick_also_times_one_row_a_block(hidden):
     """bf16 768 (1.5 KB rows): schedule.short_rows takes two a block. The one-row program the hint
     block_m = 1 plans is the second candidate and among quick's eight, and rank_key puts the rule's two rows
-    a block before one and four among the rest (perf/probe19: one and four rows lost to two)."""
+    a block before one and four among the rest (perf/probe19: one and four rows lost to two). bf16 1000:
+    the rule counts the row's 2000 bytes, not the 2 KB it is padded to, and so does rank_key."""
     from fusegen.tune import quick_candidates, rank_key
 
-    spec = spec_of(hidden=768, dtype="bfloat16")
+    spec = spec_of(hidden=hidden, dtype="bfloat16")
     found = candidates(spec)
     assert found[0].plan.schedule.block_m == 2 and found[1].replaced_by_rule
     one_row = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"block_m": 1})}), "<tune>")
