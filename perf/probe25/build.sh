@@ -25,8 +25,8 @@ from pathlib import Path
 work = Path(sys.argv[1])
 for new in sorted((work / "out-new").glob("*_new")):
     old = work / "out-old" / (new.name.removesuffix("_new") + "_old")
-    routes = [json.loads((d / "plan.json").read_text())["routes"] for d in (old, new)]
-    if [[r["schedule"] | {"reasons": None} for r in side] for side in routes][0] == [[r["schedule"] | {"reasons": None} for r in side] for side in routes][1]:
+    before, after = ([r["schedule"] | {"reasons": None} for r in json.loads((d / "plan.json").read_text())["routes"]] for d in (old, new))
+    if before == after:
         shutil.rmtree(old), shutil.rmtree(new)
 PY
 probe_collect
