@@ -62,6 +62,13 @@ def build_args(*paths: str, out: str = "generated") -> list[str]:
     return ["build", *paths, "--out", out, "--jobs", "2"]
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """A build started from a terminal has Ctrl-C at its default. One that inherits it ignored (a shell's
+    background job without job control, nohup: pytest run that way) rightly keeps ignoring it, so the
+    Ctrl-C tests would wait out their timeouts and prove nothing (seen in session 20)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_build(*paths: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
     # Own session, so the build and its compile workers can be killed as one process group.
     return subprocess.Popen(
@@ -72,6 +79,7 @@ def start_build(*paths: str, cwd: Path, env: dict | None = None) -> subprocess.P
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
 
 
