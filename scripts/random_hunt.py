@@ -40,8 +40,15 @@ def main() -> int:
     logging.getLogger("tilelang").setLevel(logging.WARNING)
     print(f"seed {args.seed}", flush=True)
     rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="fusegen-hunt-") as scratch:
+        checked, failed = hunt(args, rng, Path(scratch))
+    print(f"seed {args.seed}: {checked} specs compiled and checked, {failed} failed")
+    return 1 if failed else 0
+
+
+def hunt(args: argparse.Namespace, rng: random.Random, scratch: Path) -> tuple[int, int]:
+    """Draws until args.count specs are planned, checking each; returns (checked, failed)."""
     test_widths, model_widths = draws.HIDDENS, tuple(int(w) for w in args.widths.split(","))
-    scratch = Path(tempfile.mkdtemp(prefix="fusegen-hunt-"))
     checked = failed = 0
     while checked < args.count:
         draws.HIDDENS = model_widths if rng.random() < 0.5 else test_widths
@@ -67,8 +74,7 @@ def main() -> int:
             f"{verdict} {time.monotonic() - started:.0f}s {spec['dtype']} {spec['hidden']} head_dim={spec.get('head_dim')} {ops}",
             flush=True,
         )
-    print(f"seed {args.seed}: {checked} specs compiled and checked, {failed} failed")
-    return 1 if failed else 0
+    return checked, failed
 
 
 if __name__ == "__main__":

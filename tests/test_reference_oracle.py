@@ -241,8 +241,8 @@ def assert_reference_matches_oracle(spec: dict, scratch: Path) -> None:
         assert not off_midpoint.any(), f"fp8 codes not the nearest to v / scale at {unrounded[differs][off_midpoint].tolist()}"
         # Rounding to nearest is off by at most half a step: relative 2^-4 (e4m3) or 2^-3 (e5m2) for normal
         # values, half the subnormal spacing below them. A code the check above let round to the far side of
-        # a midpoint within the group's noise may be off by that noise too (seed 19 of a LayerNorm → GPT-J
-        # cache RoPE → e5m2 row: −0.0719 cancelled, reference −0.0625, midpoint −0.0703).
+        # a midpoint within the group's noise may be off by that noise too (a LayerNorm → GPT-J cache RoPE →
+        # e5m2 value that cancelled to −0.0719: the reference's fp32 put it under the midpoint −0.0703, −0.0625).
         e4m3 = got["q"].dtype == torch.float8_e4m3fn
         half_step, half_subnormal = (2.0**-4, 2.0**-10) if e4m3 else (2.0**-3, 2.0**-17)
         error = (got["q"].double() - unrounded).abs()
