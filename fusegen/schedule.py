@@ -188,7 +188,7 @@ def _row_schedule(
             _, whole_threads, _, _, whole_values = min(whole)
             reasons.append(
                 f"{whole_threads} threads would cover the {'part' if row_split > 1 else 'row'} whole, but with "
-                f"{whole_values // vector} vector(s) of {vector * elem} bytes a thread, fewer than the {MIN_GOOD_VECTORS_PER_THREAD} that "
+                f"{whole_values * elem} bytes a thread, under the {MIN_GOOD_VECTORS_PER_THREAD} 16-byte vectors that "
                 "carry a row's reductions and barriers"
             )
     if vector * elem < 16:
