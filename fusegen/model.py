@@ -71,6 +71,9 @@ class Tensor:
     # [start, end) only, column j reads value j − start (a norm over a column range). Neither: value j.
     period: str | None = None
     columns: tuple[str, str] | None = None
+    # The spans of a row that read every value of this input: RoPE's angles rotate one span, or one in
+    # each head (schedule.with_prefetch stages a gathered table row only where several spans share it).
+    spans: int = 1
 
     @property
     def per_token_row(self) -> bool:

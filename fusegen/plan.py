@@ -33,6 +33,7 @@ from .schedule import (
     choose_schedule,
     few_token_split,
     few_token_threads,
+    gathering_row,
     joint_span,
     short_rows,
     wide_stream,
@@ -122,6 +123,9 @@ def _route(
     several = None if few_tokens else short_rows(spec, schedule, waits)
     if several is not None:
         return _planned_route(spec, several, first_tokens, last_tokens, origin, stream)
+    gathering = None if few_tokens else gathering_row(spec, schedule, waits)
+    if gathering is not None:
+        return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
     streamed = wide_stream(spec, route.schedule, staged_inputs(route.stages), waits)
     return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
 

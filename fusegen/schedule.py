@@ -278,6 +278,8 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
+    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs)):
+        return replace(schedule, reasons=schedule.reasons + (why,))
     per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
     how = (
@@ -290,6 +292,35 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
         prefetch=True,
         register_estimate=schedule.register_estimate + staged_per_thread,
         reasons=schedule.reasons + (f"side inputs are loaded next to the row, before the first reduction: {how}",),
+    )
+
+
+# A table row gathered at the token's position (RoPE's cos_sin_cache) is loaded only once the position has
+# come: staged, its copy into shared memory sits before the row's first barrier, which then holds the row
+# for both loads in turn. Read where used, it costs two loads a rotated value: cheap where one span reads
+# the row, dear where every head does. Timed on the H200 (perf/probe27, 16384 tokens, 3072–10240 columns,
+# staged against read where used on the same threads): RMSNorm → cache RoPE over one 64-column span ran
+# 0.78–0.85 × copy staged and 0.89–0.97 read where used in fp16 and bf16 (fp32 within 1 %); QK-norm → cache
+# RoPE in every head of 128 ran 0.46–0.66 read where used, 0.65–0.96 staged. perf/probe13 had staged only
+# one or the other in bf16 cache RoPE 6144: the cache row staged cost it 12 %, the weight nothing. Blocks of
+# fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads)
+# and were not timed the other way.
+GATHER_STAGED_MIN_SPANS = 2
+GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
+
+
+def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> str | None:
+    """Why a fragment program reads its side inputs where used, not staged: a gathered table row that
+    fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more; None
+    where they stay staged."""
+    lone = [t for t in side_inputs if t.index is not None and t.spans < GATHER_STAGED_MIN_SPANS]
+    if schedule.variant != "fragment" or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS or not lone:
+        return None
+    names = " and ".join(t.arg for t in lone)
+    return (
+        f"side inputs read where they are used, not staged: the {names} row waits on the {lone[0].index.lower()} load "
+        "before its own, and staged it would hold each row at the first barrier for both; one span reads it, two loads "
+        "a rotated value"
     )
 
 
@@ -881,6 +912,11 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
+    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs):
+        # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
+        # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
+        # (perf/probe27), wider rows never streamed.
+        return None
     multiple = columns_multiple(spec)
     for threads in POWER_OF_TWO_THREADS:
         if threads < WIDE_STREAM_MIN_THREADS or spec.schedule.threads not in ("auto", threads):
@@ -907,6 +943,49 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     if waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS:
         return None
     return streamed
+
+
+# A row that gathers a table row at the token's position (RoPE's cache) waits on two loads in turn before it
+# can rotate, besides its barriers. Fewer threads holding more of its values each keep more rows in flight
+# an SM to cover those waits: timed on the H200 (perf/probe27, 16384 tokens, the fragment program on the
+# planner's 192 or 256 threads against 128, and the stream), QK-norm → cache RoPE over heads of 128 ran
+# 0.90–0.96 × copy on four warps at 4608, 6144 and 8192 16-bit columns, 0.66–0.73 on six or eight and
+# 0.82–0.89 streamed; fp32 7168 0.98, against 0.92–0.94; RMSNorm → cache RoPE read where used 0.94–0.95 on
+# four warps, 0.89–0.93 on six or eight (8192: −1 %). At 7168, where the planner's row is on four warps
+# already, the fragment program and the stream were even (0.87–0.92 against 0.88–0.89), and read where used
+# the fragment program ran 0.97 against the stream's 0.88: the row stays a fragment program.
+GATHERING_ROW_THREADS = 4 * WARP_THREADS
+
+
+def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Schedule | None:
+    """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
+    route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
+    at most an eighth, never streamed. None where the row is on fewer, has no such layout, or hints pin it."""
+    hints = spec.schedule
+    if (
+        not waits.gathers
+        or hints.variant not in ("auto", "fragment")
+        or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
+        or schedule.variant != "fragment"
+        or schedule.block_m > 1
+        or schedule.row_split > 1
+        or schedule.threads < GATHERING_ROW_THREADS
+    ):
+        return None
+    row = schedule
+    if schedule.threads > GATHERING_ROW_THREADS:
+        why = (
+            f"a row that gathers a table row at the token's position waits on two loads in turn: on {GATHERING_ROW_THREADS // WARP_THREADS} "
+            "warps, each thread holding more of it, an SM keeps more rows in flight through those waits than on more warps"
+        )
+        try:
+            row = _row_schedule(spec, 1, GATHERING_ROW_THREADS, columns_multiple(spec), threads_by=why)
+        except ChainError:  # the row does not fit four warps
+            return None
+        if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
+            return None
+    fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
+    return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row
 
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32

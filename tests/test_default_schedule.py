@@ -169,20 +169,15 @@ WIDE_STREAMED = [
     pytest.param([RMS, rope(), quant()], "bfloat16", 10240, NO_Y, id="fp8-only rms-rope 0.62 to 0.95"),
     pytest.param([LN, rope(), quant(128)], "float16", 8192, NO_Y, id="fp8-only ln-rope g128 0.47 to 0.82"),
     pytest.param([LN, quant(32)], "float32", 5120, NO_Y, id="fp8-only fp32 ln g32 0.80 to 0.95"),
-    pytest.param([RMS, CACHE_ROPE], "float16", 10240, {}, id="gather cache rope 0.70 to 0.90"),
-    pytest.param(
-        [{"kind": "rmsnorm", "over": "head"}, rope(128, source="cache", max_position=32768)],
-        "bfloat16",
-        6144,
-        {"head_dim": 128},
-        id="gather qk-norm 0.68 to 0.90",
-    ),
+    # Four warps cannot hold it (80 values a thread): perf/probe27.
+    pytest.param([QK_NORM, QK_ROPE], "bfloat16", 10240, {"head_dim": 128}, id="gather qk-norm 0.69 to 0.87"),
 ]
 WIDE_KEPT = [
     pytest.param([{"kind": "add_residual"}, RMS, quant()], "bfloat16", 12288, NO_Y, id="writes residual_out 0.99 vs 0.77"),
     pytest.param([LN], "bfloat16", 7168, {}, id="writes y 0.97 vs 0.84"),
     pytest.param([LN, rope()], "bfloat16", 7168, {}, id="writes y 0.97 vs 0.84 rope"),
     pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, {}, id="gather one stream block 0.85 vs 0.66"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 10240, {}, id="gather read where used 0.92 vs 0.90"),
     pytest.param([RMS, rope(), quant(128)], "float16", 5120, NO_Y, id="one wait 0.95 vs 0.86"),
 ]
 
@@ -208,6 +203,45 @@ def test_the_wide_stream_rule_leaves_hinted_schedules_alone():
     assert planned(*fp8_only, outputs={"y": False}, schedule={"threads": 512}).threads == 512
     # Per-token side inputs read after the reductions are the stall the ring would hide: no stream.
     assert planned(*fp8_only, outputs={"y": False}, schedule={"prefetch": False}).variant == "fragment"
+
+
+# schedule.gathering_row and schedule._gathered_where_used, perf/probe27 (× copy at 16384 tokens, before → after).
+GATHERING_ROWS = [
+    pytest.param([QK_NORM, QK_ROPE], "float16", 4608, {"head_dim": 128}, True, id="qk-norm 192 threads 0.68 to 0.90"),
+    pytest.param([QK_NORM, QK_ROPE], "bfloat16", 6144, {"head_dim": 128}, True, id="qk-norm streamed 0.91 to 0.96"),
+    pytest.param([QK_NORM, QK_ROPE], "float16", 8192, {"head_dim": 128}, True, id="qk-norm streamed 0.82 to 0.91"),
+    pytest.param([QK_NORM, QK_ROPE], "float32", 7168, {"head_dim": 128}, True, id="qk-norm fp32 streamed 0.92 to 0.98"),
+    pytest.param([RMS, CACHE_ROPE], "bfloat16", 3072, {}, False, id="cache rope staged 0.85 to 0.95"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 4608, {}, False, id="cache rope 192 threads staged 0.80 to 0.95"),
+    pytest.param([RMS, CACHE_ROPE], "bfloat16", 8192, {}, False, id="cache rope streamed 0.84 to 0.94"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "staged"), GATHERING_ROWS)
+def test_rows_that_gather_take_four_warps_and_read_a_one_span_row_where_used(ops, dtype, hidden, extra, staged):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.threads, s.vector_bytes, s.block_m, s.prefetch) == ("fragment", 128, 16, 1, staged)
+    assert any("not the stream: on four warps a row that gathers" in r for r in s.reasons)
+    assert staged or any("cos_sin_cache row waits on the positions load" in r for r in s.reasons)
+
+
+def test_a_gathered_row_stays_staged_on_fewer_than_four_warps_or_where_asked():
+    """Unmeasured read where used below four warps (the sweep's staged cache RoPE 1536 and 3584 on 64 threads
+    ran 0.95–0.98); a prefetch hint is kept."""
+    assert planned([RMS, CACHE_ROPE], "float16", 3584).threads == 64
+    assert planned([RMS, CACHE_ROPE], "float16", 3584).prefetch
+    assert planned([RMS, CACHE_ROPE], "float16", 6144, schedule={"prefetch": True}).prefetch
+    # Per-token cos and sin are not gathered: staged, as before.
+    assert planned([RMS, rope(64)], "float16", 6144).prefetch
+
+
+def test_the_gathering_row_rule_leaves_pinned_layouts_and_unheld_rows_alone():
+    assert planned([QK_NORM, QK_ROPE], "bfloat16", 6144, head_dim=128, schedule={"threads": 256}).threads == 256
+    assert planned([QK_NORM, QK_ROPE], "bfloat16", 6144, head_dim=128, schedule={"variant": "stream"}).variant == "stream"
+    # 5376 on four warps would pad 768 columns, past an eighth of the row.
+    assert planned([RMS, CACHE_ROPE], "bfloat16", 5376).threads != 128
+    # Without a gather the planner's own count stays.
+    assert planned([RMS, rope(64)], "float16", 6144).threads == 256
 
 
 def test_the_wide_stream_serves_only_the_route_of_many_tokens():

@@ -112,8 +112,8 @@ def is_cached(op_params: dict) -> bool:
     return op_params.get("source") == "cache"
 
 
-def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
-    """The kernel inputs cos/sin come from, in the contract's order."""
+def angle_inputs(op: RopeSpec, spans: int) -> tuple[Tensor, ...]:
+    """The kernel inputs cos/sin come from, in the contract's order, for a row of `spans` rotated spans."""
     if op.source == "cache":
         return (
             Tensor(
@@ -132,11 +132,20 @@ def angle_inputs(op: RopeSpec) -> tuple[Tensor, ...]:
                 "input",
                 "cos(θ) per position and pair in the first rope_dim/2 columns, sin(θ) in the rest; read at the tokens' positions only",
                 index="Positions",
+                spans=spans,
             ),
         )
     half = Extent(op.rope_dim // 2, HALF)
     return tuple(
-        Tensor(param, param.lower(), "float32", (Dim(tokens=True), Dim(size=half)), "input", f"{param.lower()}(θ) per token and pair")
+        Tensor(
+            param,
+            param.lower(),
+            "float32",
+            (Dim(tokens=True), Dim(size=half)),
+            "input",
+            f"{param.lower()}(θ) per token and pair",
+            spans=spans,
+        )
         for param in ("Cos", "Sin")
     )
 
@@ -195,7 +204,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         kind="rope",
         summary=f"RoPE({op.style}, {op.span} {op.rope_dim} columns [{start}, {start + op.rope_dim}){where})",
         params=params,
-        inputs=angle_inputs(op),
+        inputs=angle_inputs(op, ctx.heads),
         scratch=scratch,
         decisions=(decision,),
         constants=(
