@@ -1,0 +1,76 @@
+"""Writes perf/probe28's held-out specs: random chains that gather a table row at each token's position
+(RoPE with source = "cache") — RMSNorm or LayerNorm → cache RoPE over one span, with or without FP8 after,
+MLA's column-range norm → GPT-J cache RoPE on the last 64 columns, QK-norm → cache RoPE in every head of
+64, 128 or 256 — at widths where schedule.gathering_row or _gathered_where_used may change the plan.
+
+    python perf/probe28/census.py OUT_DIR [--seed N] [--count N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import sweep_specs  # noqa: E402
+
+WIDTHS = {
+    "float16": (3072, 4096, 4608, 5120, 6144, 6656, 7168, 7680, 8192, 10240, 12288),
+    "bfloat16": (3072, 4096, 4608, 5120, 6144, 6656, 7168, 7680, 8192, 10240, 12288),
+    "float32": (3072, 3584, 4096, 4608, 5120, 6144, 7168, 8192, 10240),
+}
+CHAINS = ("rms_cache", "ln_cache", "rms_cache_quant", "cols_cache", "qk_cache")
+
+
+def cache_rope(rng: random.Random, dims=(64, 128), **fixed) -> dict:
+    op = {"kind": "rope", "rope_dim": rng.choice(dims), "span": rng.choice(("tail", "head")), "style": rng.choice(("neox", "gptj"))}
+    return op | fixed | {"source": "cache", "max_position": 32768}
+
+
+def generate(seed: int, count: int) -> dict[str, dict]:
+    rng = random.Random(seed)
+    specs = {}
+    while len(specs) < count:
+        chain = rng.choice(CHAINS)
+        dtype = rng.choice(sorted(WIDTHS))
+        hidden = rng.choice(WIDTHS[dtype])
+        spec = {"name": "", "dtype": dtype, "hidden": hidden}
+        norm = {"kind": "rmsnorm", "eps": 1e-6} if chain != "ln_cache" else {"kind": "layernorm", "eps": 1e-5}
+        if chain == "qk_cache":
+            head_dim = rng.choice([d for d in sweep_specs.HEAD_DIMS if hidden % d == 0])
+            spec["head_dim"] = head_dim
+            norm["over"] = "head"
+            ops = [norm, cache_rope(rng, dims=[d for d in (64, 128) if d <= head_dim])]
+        elif chain == "cols_cache":
+            norm["columns"] = [0, hidden - 64]
+            ops = [norm, cache_rope(rng, rope_dim=64, span="tail", style="gptj")]
+        else:
+            ops = [norm, cache_rope(rng)]
+        if chain == "rms_cache_quant":
+            ops.append({"kind": "quant_fp8", "group_size": rng.choice(sweep_specs._groups_dividing(hidden))})
+            spec["outputs"] = {"y": rng.random() < 0.4}
+        spec["op"] = ops
+        name = f"g{len(specs):02d}_{chain}_{dtype.replace('float', 'f')}_{hidden}"
+        spec["name"] = name
+        specs[name] = spec
+    return specs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out_dir")
+    parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument("--count", type=int, default=60)
+    args = parser.parse_args()
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, spec in generate(args.seed, args.count).items():
+        body = sweep_specs.to_toml(spec, args.seed).split("\n", 1)[1]
+        (out / f"{name}.toml").write_text(f"# perf/probe28's census (census.py --seed {args.seed}): held out, timed untuned\n{body}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
