@@ -87,6 +87,13 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
+def exchanges_after_gather(stages: tuple[Stage, ...]) -> bool:
+    """Whether a reduction across the warps (a block barrier) follows the first stage that reads a side
+    input at a row another input names."""
+    gathering = [k for k, s in enumerate(stages) if any(t.index is not None for t in s.inputs)]
+    return bool(gathering) and any(r.partials for s in stages[gathering[0] + 1 :] for r in s.reductions)
+
+
 def gathered_inputs(stages: tuple[Stage, ...]) -> int:
     """How many side inputs a row reads at a row another input names (RoPE's cache at the positions)."""
     return sum(1 for s in stages for t in s.inputs if t.index is not None)
@@ -118,6 +125,7 @@ def _route(
     waits = RowWaits(
         barriers=route.barriers_per_row,
         gathers=gathered_inputs(route.stages),
+        exchange_after_gather=exchanges_after_gather(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits)
@@ -136,7 +144,7 @@ def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs), side_inputs, stream)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, exchanges_after_gather(stages)), side_inputs, stream)
     schedule = with_pinned_side_inputs(schedule, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()

@@ -267,7 +267,8 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     )
 
 
-def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], exchange_after_gather: bool = False) -> Schedule:
+    """`exchange_after_gather`: a reduction across the warps follows the stage that reads a gathered row."""
     hint = spec.schedule.prefetch
     if not schedule.builds_row:
         if hint is True:
@@ -278,7 +279,7 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs)):
+    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, exchange_after_gather)):
         return replace(schedule, reasons=schedule.reasons + (why,))
     per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
@@ -302,19 +303,29 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # staged against read where used on the same threads): RMSNorm → cache RoPE over one 64-column span ran
 # 0.78–0.85 × copy staged and 0.89–0.97 read where used in fp16 and bf16 (fp32 within 1 %); QK-norm → cache
 # RoPE in every head of 128 ran 0.46–0.66 read where used, 0.65–0.96 staged. perf/probe13 had staged only
-# one or the other in bf16 cache RoPE 6144: the cache row staged cost it 12 %, the weight nothing. Blocks of
+# one or the other in bf16 cache RoPE 6144: the cache row staged cost it 12 %, the weight nothing. Held out
+# (perf/probe28, 52 random gathering chains): faster or even on all but one that only unstaged, fp32
+# RMSNorm → cache RoPE → per-token FP8 5120, 1.00 → 0.86 — where a reduction across the warps (the amax)
+# follows the RoPE, the loads read where used sit before its barrier, and every row waits there for both.
+# perf/probe29 timed that case both ways: staged 0.85–1.03, read where used 0.75–0.91 (fp32, bf16, fp16);
+# with the amax inside a warp (groups of 128) read where used won 0.81–0.86 against 0.64–0.75. Blocks of
 # fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads)
 # and were not timed the other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
 
 
-def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> str | None:
+def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], exchange_after_gather: bool) -> str | None:
     """Why a fragment program reads its side inputs where used, not staged: a gathered table row that
-    fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more; None
-    where they stay staged."""
+    fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more, with no
+    reduction across the warps after it (`exchange_after_gather`); None where they stay staged."""
     lone = [t for t in side_inputs if t.index is not None and t.spans < GATHER_STAGED_MIN_SPANS]
-    if schedule.variant != "fragment" or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS or not lone:
+    if (
+        schedule.variant != "fragment"
+        or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS
+        or not lone
+        or exchange_after_gather
+    ):
         return None
     names = " and ".join(t.arg for t in lone)
     return (
@@ -912,7 +923,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs):
+    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.exchange_after_gather):
         # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
         # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
         # (perf/probe27), wider rows never streamed.
@@ -960,7 +971,8 @@ GATHERING_ROW_THREADS = 4 * WARP_THREADS
 def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Schedule | None:
     """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
     route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
-    at most an eighth, never streamed. None where the row is on fewer, has no such layout, or hints pin it."""
+    at most an eighth, never streamed. None where the row is on fewer, has no such layout, an op's code
+    crowds four warps (ops.Op.crowds_few_warps), or hints pin it."""
     hints = spec.schedule
     if (
         not waits.gathers
@@ -984,6 +996,9 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
             return None
         if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
             return None
+    context = chain_context(spec, row.layout(spec.hidden))
+    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op)):
+        return None
     fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
     return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row
 
