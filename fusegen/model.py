@@ -256,7 +256,7 @@ class RowWaits:
     barriers: int  # block-wide exchanges per row
     gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)
     writes_row: bool  # a full-width row in the activations' dtype (Y, residual_out) besides any FP8
-    exchange_after_gather: bool = False  # a reduction across the warps follows the stage reading a gathered row
+    reduces_after_gather: bool = False  # a reduction follows the stage reading a gathered row
 
 
 @dataclass(frozen=True)

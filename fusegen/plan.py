@@ -87,11 +87,11 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
-def exchanges_after_gather(stages: tuple[Stage, ...]) -> bool:
-    """Whether a reduction across the warps (a block barrier) follows the first stage that reads a side
-    input at a row another input names."""
+def reduces_after_gather(stages: tuple[Stage, ...]) -> bool:
+    """Whether a reduction (an FP8 amax) follows the first stage that reads a side input at a row another
+    input names."""
     gathering = [k for k, s in enumerate(stages) if any(t.index is not None for t in s.inputs)]
-    return bool(gathering) and any(r.partials for s in stages[gathering[0] + 1 :] for r in s.reductions)
+    return bool(gathering) and any(s.reductions for s in stages[gathering[0] + 1 :])
 
 
 def gathered_inputs(stages: tuple[Stage, ...]) -> int:
@@ -125,7 +125,7 @@ def _route(
     waits = RowWaits(
         barriers=route.barriers_per_row,
         gathers=gathered_inputs(route.stages),
-        exchange_after_gather=exchanges_after_gather(route.stages),
+        reduces_after_gather=reduces_after_gather(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits)
@@ -144,7 +144,7 @@ def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, exchanges_after_gather(stages)), side_inputs, stream)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, reduces_after_gather(stages)), side_inputs, stream)
     schedule = with_pinned_side_inputs(schedule, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()

@@ -267,8 +267,8 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     )
 
 
-def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], exchange_after_gather: bool = False) -> Schedule:
-    """`exchange_after_gather`: a reduction across the warps follows the stage that reads a gathered row."""
+def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool = False) -> Schedule:
+    """`reduces_after_gather`: a reduction follows the stage that reads a gathered row."""
     hint = spec.schedule.prefetch
     if not schedule.builds_row:
         if hint is True:
@@ -279,7 +279,7 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, exchange_after_gather)):
+    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, reduces_after_gather)):
         return replace(schedule, reasons=schedule.reasons + (why,))
     per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
@@ -303,28 +303,27 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # staged against read where used on the same threads): RMSNorm → cache RoPE over one 64-column span ran
 # 0.78–0.85 × copy staged and 0.89–0.97 read where used in fp16 and bf16 (fp32 within 1 %); QK-norm → cache
 # RoPE in every head of 128 ran 0.46–0.66 read where used, 0.65–0.96 staged. perf/probe13 had staged only
-# one or the other in bf16 cache RoPE 6144: the cache row staged cost it 12 %, the weight nothing. Held out
-# (perf/probe28, 52 random gathering chains): faster or even on all but one that only unstaged, fp32
-# RMSNorm → cache RoPE → per-token FP8 5120, 1.00 → 0.86 — where a reduction across the warps (the amax)
-# follows the RoPE, the loads read where used sit before its barrier, and every row waits there for both.
-# perf/probe29 timed that case both ways: staged 0.85–1.03, read where used 0.75–0.91 (fp32, bf16, fp16);
-# with the amax inside a warp (groups of 128) read where used won 0.81–0.86 against 0.64–0.75. Blocks of
-# fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads)
-# and were not timed the other way.
+# one or the other in bf16 cache RoPE 6144: the cache row staged cost it 12 %, the weight nothing. Where a
+# reduction (an FP8 amax) follows the RoPE, the loads read where used delay it, and the two ways traded
+# places: per-token amax (across the warps), staged 0.85–1.03 against 0.75–0.91 read where used (perf/probe28
+# g32, probe29); group amax (inside a warp) after a 64-column span, read where used 0.81–0.86 against
+# 0.64–0.75, after a 128-column span 5–16 % slower than staged (perf/probe30) — so a row with a reduction
+# after its RoPE keeps its staging. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's
+# cache RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
 
 
-def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], exchange_after_gather: bool) -> str | None:
+def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool) -> str | None:
     """Why a fragment program reads its side inputs where used, not staged: a gathered table row that
     fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more, with no
-    reduction across the warps after it (`exchange_after_gather`); None where they stay staged."""
+    reduction after it (`reduces_after_gather`); None where they stay staged."""
     lone = [t for t in side_inputs if t.index is not None and t.spans < GATHER_STAGED_MIN_SPANS]
     if (
         schedule.variant != "fragment"
         or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS
         or not lone
-        or exchange_after_gather
+        or reduces_after_gather
     ):
         return None
     names = " and ".join(t.arg for t in lone)
@@ -832,13 +831,17 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
         return replace(
             schedule, blocks_per_sm=hint, reasons=schedule.reasons + (f"{hint} block(s) per SM, as the blocks_per_sm hint asks",)
         )
-    need = fragment_registers(schedule, side_inputs)
+    # A row that with_prefetch left unstaged by default (a gathered row read where used) is sized as if
+    # staged: unstaged, the estimate claims room for two blocks that ptxas did not give LayerNorm → cache
+    # RoPE 12288 on 512 threads, which without the bound ran 0.51 × copy against 0.78 (perf/probe30 g59).
+    default_unstaged = not schedule.prefetch and spec.schedule.prefetch == "auto"
+    need = fragment_registers(replace(schedule, prefetch=True) if default_unstaged else schedule, side_inputs)
     cap = SM_REGISTERS // (2 * schedule.threads)
     if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
         return replace(schedule, blocks_per_sm=1)
     unstaged = replace(schedule, prefetch=False)
     unstaged_need = fragment_registers(unstaged, side_inputs)
-    may_unstage = schedule.prefetch and spec.schedule.prefetch == "auto"
+    may_unstage = (schedule.prefetch or default_unstaged) and spec.schedule.prefetch == "auto"
     # Two blocks that fit only by squeezing the staged side inputs under the cap ran slower than the same two
     # blocks reading them where used, which fit the cap outright (session 9, H200, 16384 tokens: fp16 RMSNorm
     # → RoPE → FP8 16384 0.69 → 0.82, with Y in bf16 0.85 → 0.93, fp16 LayerNorm → RoPE 12288 0.72 → 0.81;
@@ -854,7 +857,7 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
         return replace(
             unstaged,
             blocks_per_sm=2,
-            register_estimate=schedule.register_estimate - (need - unstaged_need),
+            register_estimate=schedule.register_estimate - (0 if default_unstaged else need - unstaged_need),
             reasons=schedule.reasons + (why,),
         )
     return replace(schedule, blocks_per_sm=1)
@@ -923,7 +926,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.exchange_after_gather):
+    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.reduces_after_gather):
         # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
         # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
         # (perf/probe27), wider rows never streamed.
@@ -964,18 +967,21 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
 # 0.82–0.89 streamed; fp32 7168 0.98, against 0.92–0.94; RMSNorm → cache RoPE read where used 0.94–0.95 on
 # four warps, 0.89–0.93 on six or eight (8192: −1 %). At 7168, where the planner's row is on four warps
 # already, the fragment program and the stream were even (0.87–0.92 against 0.88–0.89), and read where used
-# the fragment program ran 0.97 against the stream's 0.88: the row stays a fragment program.
+# the fragment program ran 0.97 against the stream's 0.88: the row stays a fragment program. A row with a
+# reduction after its RoPE keeps its staging (_gathered_where_used), and staged on four warps RMSNorm →
+# cache RoPE → FP8 in groups of 128 ran 0.64–0.75 (perf/probe29): such rows are left to the other rules.
 GATHERING_ROW_THREADS = 4 * WARP_THREADS
 
 
 def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Schedule | None:
     """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
     route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
-    at most an eighth, never streamed. None where the row is on fewer, has no such layout, an op's code
-    crowds four warps (ops.Op.crowds_few_warps), or hints pin it."""
+    at most an eighth, never streamed. None where the row is on fewer, has no such layout, a reduction
+    follows the gather, an op's code crowds four warps (ops.Op.crowds_few_warps), or hints pin it."""
     hints = spec.schedule
     if (
         not waits.gathers
+        or waits.reduces_after_gather
         or hints.variant not in ("auto", "fragment")
         or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
         or schedule.variant != "fragment"
@@ -997,7 +1003,7 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
         if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
             return None
     context = chain_context(spec, row.layout(spec.hidden))
-    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op)):
+    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context), context) for index, op in enumerate(spec.op)):
         return None
     fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
     return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row

@@ -257,8 +257,8 @@ class Op(ABC, Generic[S]):
         """accepts_layout's rule in words, for the error where no layout meets it; None where it takes any."""
         return None
 
-    def crowds_few_warps(self, stage: Stage) -> str | None:
-        """Why this stage, planned on a row layout of many values a thread, runs slower there than the
+    def crowds_few_warps(self, stage: Stage, ctx: ChainContext) -> str | None:
+        """Why this stage, planned on `ctx`'s row layout of many values a thread, runs slower there than the
         planner's wider blocks would (schedule.gathering_row asks before it moves a row to four warps); None
         where it does not."""
         return None

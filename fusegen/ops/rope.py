@@ -531,12 +531,14 @@ def check_cache_gather(source: str) -> Check:
     )
 
 
-# A RoPE in every head whose neox partners swap by warp shuffle fewer lanes apart than this ran slower on
-# four warps holding 36–64 values a thread than the planner's wider blocks or the stream (perf/probe29,
-# H200, 16384 tokens; rope_dim 64 in 16-bit rows, partners four lanes apart: QK-norm → cache RoPE over heads
-# of 64 0.75–0.84 × copy against the stream's 0.84–0.93, over the last 64 columns of heads of 128 0.58–0.68
-# against 0.75–0.84). Eight lanes apart (rope_dim 128, or 64 in float32 rows) ran 0.90–0.98 on four warps
-# (perf/probe27, probe29).
+# A RoPE in every head whose neox partners swap by warp shuffle fewer lanes apart than this, or over a span
+# shorter than the head (each value rotated behind a branch on the span), ran slower on four warps holding
+# 36–64 values a thread than the planner's wider blocks or the stream (H200, 16384 tokens): QK-norm → cache
+# RoPE with rope_dim 64 in 16-bit rows, partners four lanes apart, over heads of 64 0.75–0.84 × copy against
+# the stream's 0.84–0.93, over the last 64 columns of heads of 128 0.58–0.68 against 0.75–0.84 (perf/probe29);
+# eight lanes apart behind the branch, fp16 128 of heads of 256 0.78 against 0.94 streamed (perf/probe30
+# g50), fp32 64 of 128 0.90–0.92 against 0.93–0.96 on 256 threads. Eight lanes apart over whole heads
+# (rope_dim 128, or 64 in float32 rows) ran 0.90–0.98 on four warps (perf/probe27, probe29).
 FEW_WARPS_MIN_PARTNER_LANES = 8
 
 
@@ -558,11 +560,15 @@ class Rope(Op[RopeSpec]):
     emit_reference = staticmethod(emit_reference)
     accepts_layout = staticmethod(accepts_layout)
 
-    def crowds_few_warps(self, stage: Stage) -> str | None:
+    def crowds_few_warps(self, stage: Stage, ctx: ChainContext) -> str | None:
         lanes = stage.params.get("partner_lanes")
-        if "head_dim" not in stage.params or lanes is None or lanes >= FEW_WARPS_MIN_PARTNER_LANES:
+        if "head_dim" not in stage.params or lanes is None:
             return None
-        return f"its neox partners swap by warp shuffle {lanes} lanes apart in every head"
+        if lanes < FEW_WARPS_MIN_PARTNER_LANES:
+            return f"its neox partners swap by warp shuffle {lanes} lanes apart in every head"
+        if stage.params["rope_dim"] < stage.params["head_dim"]:
+            return "its neox partners swap by warp shuffle in every head, each value behind a branch on the span"
+        return None
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
         if ctx.head_dim is not None:
