@@ -544,12 +544,13 @@ CASES = {
         7168,
         outputs={"y": False},
     ),
-    "rms_cache_rope_bf16_6144_wide_stream": case(
-        "RMSNorm → cache RoPE over 6144 bf16 columns, streamed by the planner: the cache row gathered at each "
-        "token's position through the ring",
+    "rms_cache_rope_bf16_6144_stream": case(
+        "RMSNorm → cache RoPE over 6144 bf16 columns as the stream the planner took before perf/probe27 (now a "
+        "fragment program on four warps): the cache row gathered at each token's position through the ring",
         [RMS, rope(64, source="cache", max_position=32768)],
         "bfloat16",
         6144,
+        schedule={"variant": "stream", "threads": 128},
     ),
     # Rows padded rather than held in two vectors a thread (schedule.MIN_GOOD_VECTORS_PER_THREAD).
     "qk_norm_cache_rope_bf16_6656_padded": case(
