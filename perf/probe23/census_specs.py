@@ -44,18 +44,30 @@ def generate(seed: int, count: int, widths: tuple[int, ...] = WIDTHS) -> dict[st
 
 
 def main() -> int:
+    return cli(generate, 23, 80, "perf/probe23's census (census_specs.py --seed {seed})", WIDTHS)
+
+
+def cli(generate_specs, seed: int, count: int, origin: str, widths: tuple[int, ...] | None = None) -> int:
+    """A census script's command line, OUT_DIR [--seed N] [--count N] (and [--widths W,W,...] where `widths`
+    is its default): `generate_specs(seed, count[, widths])` written by `write`, `origin` formatted with the seed."""
     parser = argparse.ArgumentParser()
     parser.add_argument("out_dir")
-    parser.add_argument("--seed", type=int, default=23)
-    parser.add_argument("--count", type=int, default=80)
-    parser.add_argument("--widths", type=lambda text: tuple(int(w) for w in text.split(",")), default=WIDTHS)
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--count", type=int, default=count)
+    if widths is not None:
+        parser.add_argument("--widths", type=lambda text: tuple(int(w) for w in text.split(",")), default=widths)
     args = parser.parse_args()
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, spec in generate(args.seed, args.count, args.widths).items():
-        body = sweep_specs.to_toml(spec, args.seed).split("\n", 1)[1]
-        (out / f"{name}.toml").write_text(f"# perf/probe23's census (census_specs.py --seed {args.seed}): timed untuned\n{body}")
+    specs = generate_specs(args.seed, args.count, *((args.widths,) if widths is not None else ()))
+    write(Path(args.out_dir), specs, origin.format(seed=args.seed))
     return 0
+
+
+def write(out: Path, specs: dict[str, dict], origin: str) -> None:
+    """Each spec as OUT/NAME.toml, its first line naming `origin`."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, spec in specs.items():
+        body = sweep_specs.to_toml(spec, 0).split("\n", 1)[1]
+        (out / f"{name}.toml").write_text(f"# {origin}: timed untuned\n{body}")
 
 
 if __name__ == "__main__":

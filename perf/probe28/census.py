@@ -8,12 +8,13 @@ MLA's column-range norm → GPT-J cache RoPE on the last 64 columns, QK-norm →
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe23"))
+import census_specs  # noqa: E402
 import sweep_specs  # noqa: E402
 
 WIDTHS = {
@@ -58,19 +59,5 @@ def generate(seed: int, count: int) -> dict[str, dict]:
     return specs
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out_dir")
-    parser.add_argument("--seed", type=int, default=28)
-    parser.add_argument("--count", type=int, default=60)
-    args = parser.parse_args()
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, spec in generate(args.seed, args.count).items():
-        body = sweep_specs.to_toml(spec, args.seed).split("\n", 1)[1]
-        (out / f"{name}.toml").write_text(f"# perf/probe28's census (census.py --seed {args.seed}): held out, timed untuned\n{body}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(census_specs.cli(generate, 28, 60, "perf/probe28's census (census.py --seed {seed}), held out"))

@@ -32,3 +32,28 @@ probe_collect() {
     cp -r "$work"/out-*/*/ "$out/"
     find "$out" -name plan.json | wc -l | xargs echo "kernel packages:"
 }
+
+# build_old_new DIR BASE: every spec of $work/DIR built by commit BASE (renamed NAME_old) and by the working
+# tree (NAME_new); only the specs whose planned schedules differ (reasons aside) are kept for timing
+build_old_new() {
+    git worktree add -q --detach "$work/base" "$2"
+    for side in old new; do
+        mkdir -p "$work/$side"
+        for f in "$work/$1"/*.toml; do
+            n=$(basename "$f" .toml)
+            sed "s/^name = \"$n\"$/name = \"${n}_$side\"/" "$f" > "$work/$side/${n}_$side.toml"
+        done
+    done
+    build_with "$work/base" old
+    build_with "$repo" new
+    "$python" - "$work" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+for new in sorted((work / "out-new").glob("*_new")):
+    old = work / "out-old" / (new.name.removesuffix("_new") + "_old")
+    before, after = ([r["schedule"] | {"reasons": None} for r in json.loads((d / "plan.json").read_text())["routes"]] for d in (old, new))
+    if before == after:
+        shutil.rmtree(old), shutil.rmtree(new)
+PY
+}
