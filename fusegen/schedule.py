@@ -1003,7 +1003,7 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
         if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
             return None
     context = chain_context(spec, row.layout(spec.hidden))
-    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context), context) for index, op in enumerate(spec.op)):
+    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op)):
         return None
     fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
     return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row

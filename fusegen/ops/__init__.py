@@ -257,11 +257,10 @@ class Op(ABC, Generic[S]):
         """accepts_layout's rule in words, for the error where no layout meets it; None where it takes any."""
         return None
 
-    def crowds_few_warps(self, stage: Stage, ctx: ChainContext) -> str | None:
-        """Why this stage, planned on `ctx`'s row layout of many values a thread, runs slower there than the
-        planner's wider blocks would (schedule.gathering_row asks before it moves a row to four warps); None
-        where it does not."""
-        return None
+    def crowds_few_warps(self, stage: Stage) -> bool:
+        """Whether this stage, planned on a row layout of many values a thread, runs slower there than
+        on the planner's wider blocks (schedule.gathering_row asks before it moves a row to four warps)."""
+        return False
 
     def offers_variant(self, op: S, variant: str) -> bool:
         """Whether this instance of the op runs as the whole-kernel `variant` (whole_kernel_variants)."""

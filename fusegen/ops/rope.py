@@ -560,15 +560,10 @@ class Rope(Op[RopeSpec]):
     emit_reference = staticmethod(emit_reference)
     accepts_layout = staticmethod(accepts_layout)
 
-    def crowds_few_warps(self, stage: Stage, ctx: ChainContext) -> str | None:
+    def crowds_few_warps(self, stage: Stage) -> bool:
         lanes = stage.params.get("partner_lanes")
-        if "head_dim" not in stage.params or lanes is None:
-            return None
-        if lanes < FEW_WARPS_MIN_PARTNER_LANES:
-            return f"its neox partners swap by warp shuffle {lanes} lanes apart in every head"
-        if stage.params["rope_dim"] < stage.params["head_dim"]:
-            return "its neox partners swap by warp shuffle in every head, each value behind a branch on the span"
-        return None
+        in_every_head = "head_dim" in stage.params and lanes is not None
+        return in_every_head and (lanes < FEW_WARPS_MIN_PARTNER_LANES or stage.params["rope_dim"] < stage.params["head_dim"])
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
         if ctx.head_dim is not None:
