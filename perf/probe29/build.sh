@@ -12,39 +12,31 @@ probe_setup probe29
 import sys
 from pathlib import Path
 
-out = Path(sys.argv[1])
-out.mkdir()
-CACHE = 'source = "cache"\nmax_position = 32768\n'
-def rope(dim, span, style):
-    return f'[[op]]\nkind = "rope"\nrope_dim = {dim}\nspan = "{span}"\nstyle = "{style}"\n{CACHE}'
-QK = '[[op]]\nkind = "rmsnorm"\nover = "head"\n'
+sys.path.insert(0, "perf/proto")
+from variant_specs import HEAD_RMS, RMS, cache_rope, write
+
 CHAINS = {
-    "qkn64": ("head_dim = 64\n", QK + rope(64, "head", "neox")),
-    "qkt": ("head_dim = 128\n", QK + rope(64, "tail", "neox")),
-    "rcq": ("", '[[op]]\nkind = "rmsnorm"\n' + rope(128, "head", "neox") + '[[op]]\nkind = "quant_fp8"\ngroup_size = "token"\n[outputs]\ny = false\n'),
-    "rcq128": ("", '[[op]]\nkind = "rmsnorm"\n' + rope(64, "tail", "gptj") + '[[op]]\nkind = "quant_fp8"\ngroup_size = 128\n[outputs]\ny = false\n'),
-    "lnc": ("", '[[op]]\nkind = "layernorm"\n' + rope(64, "tail", "neox")),
+    "qkn64": ("head_dim = 64\n", HEAD_RMS + cache_rope(64, "head", "neox")),
+    "qkt": ("head_dim = 128\n", HEAD_RMS + cache_rope(64, "tail", "neox")),
+    "rcq": ("", RMS + cache_rope(128, "head", "neox") + '[[op]]\nkind = "quant_fp8"\ngroup_size = "token"\n[outputs]\ny = false\n'),
+    "rcq128": ("", RMS + cache_rope(64, "tail", "gptj") + '[[op]]\nkind = "quant_fp8"\ngroup_size = 128\n[outputs]\ny = false\n'),
+    "lnc": ("", '[[op]]\nkind = "layernorm"\n' + cache_rope(64, "tail", "neox")),
 }
 STAGING = {"auto": "", "pf": "prefetch = true"}
-SHUFFLED = {"auto": "", "b5": 'variant = "fragment";threads = 128;blocks_per_sm = 5', "b6": 'variant = "fragment";threads = 128;blocks_per_sm = 6', "t256": 'variant = "fragment";threads = 256', "str": 'variant = "stream"'}
+SHUFFLED = {
+    "auto": "",
+    "b5": 'variant = "fragment";threads = 128;blocks_per_sm = 5',
+    "b6": 'variant = "fragment";threads = 128;blocks_per_sm = 6',
+    "t256": 'variant = "fragment";threads = 256',
+    "str": 'variant = "stream"',
+}
 SAMPLE = [
     *[(c, d, h, SHUFFLED) for c in ("qkn64", "qkt") for d, h in (("bfloat16", 4608), ("bfloat16", 6144), ("bfloat16", 8192), ("float16", 7168), ("float32", 6144), ("float32", 8192))],
     *[(c, d, h, STAGING) for c, d, h in (("rcq", "float32", 5120), ("rcq", "float32", 7168), ("rcq128", "float32", 4096), ("rcq", "bfloat16", 5120), ("rcq128", "bfloat16", 7168), ("rcq", "float16", 6144), ("rcq128", "float16", 4096))],
     *[(c, d, h, STAGING | {"str": 'variant = "stream"'}) for c, d, h in (("lnc", "bfloat16", 3072), ("lnc", "bfloat16", 5120), ("lnc", "bfloat16", 7168), ("lnc", "float32", 3584), ("lnc", "float32", 7168))],
 ]
-for chain, dtype, hidden, variants in SAMPLE:
-    head, body = CHAINS[chain]
-    outputs = ""
-    if "[outputs]" in body:
-        body, outputs = body.split("[outputs]")
-        outputs = "[outputs]" + outputs
-    for suffix, schedule in variants.items():
-        name = f"p29_{chain}_{dtype.replace('float', 'f')}_{hidden}_{suffix}"
-        table = "\n[schedule]\n" + schedule.replace(";", "\n") + "\n" if schedule else ""
-        (out / f"{name}.toml").write_text(f'name = "{name}"\ndtype = "{dtype}"\nhidden = {hidden}\n{head}\n{body}{outputs}{table}')
+write(Path(sys.argv[1]), 29, CHAINS, SAMPLE)
 PY
-for f in "$work"/specs/*.toml; do
-    (cd "$work" && PYTHONPATH=$repo "$python" -m fusegen plan "$f" --tuning untuned.json > /dev/null 2>&1) || { echo "refused: $(basename "$f")"; rm "$f"; }
-done
+plan_or_drop specs
 build_with "$repo" specs
 probe_collect

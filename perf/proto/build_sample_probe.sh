@@ -46,8 +46,6 @@ for line in sample.read_text().splitlines():
         (work / "specs" / f"{name}.toml").write_text(text)
 PY
 # A schedule some widths cannot take (threads = 128 on a row past 64 values a thread) is left out there.
-for f in "$work"/specs/*.toml; do
-    (cd "$work" && PYTHONPATH=$repo "$python" -m fusegen plan "$f" --tuning untuned.json > /dev/null 2>&1) || { echo "refused: $(basename "$f")"; rm "$f"; }
-done
+plan_or_drop specs
 build_with "$repo" specs
 probe_collect

@@ -57,3 +57,11 @@ for new in sorted((work / "out-new").glob("*_new")):
         shutil.rmtree(old), shutil.rmtree(new)
 PY
 }
+
+# plan_or_drop DIR: every spec of $work/DIR planned untuned; one a schedule table makes unplannable (threads =
+# 128 on a row past 64 values a thread…) is removed and named
+plan_or_drop() {
+    for f in "$work/$1"/*.toml; do
+        (cd "$work" && PYTHONPATH=$repo "$python" -m fusegen plan "$f" --tuning untuned.json > /dev/null 2>&1) || { echo "refused: $(basename "$f")"; rm "$f"; }
+    done
+}
