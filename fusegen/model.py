@@ -255,8 +255,8 @@ class RowWaits:
 
     barriers: int  # block-wide exchanges per row
     gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)
+    reduces_after_gather: bool  # a reduction follows the stage reading a gathered row
     writes_row: bool  # a full-width row in the activations' dtype (Y, residual_out) besides any FP8
-    reduces_after_gather: bool = False  # a reduction follows the stage reading a gathered row
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     )
 
 
-def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool = False) -> Schedule:
+def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool) -> Schedule:
     """`reduces_after_gather`: a reduction follows the stage that reads a gathered row."""
     hint = spec.schedule.prefetch
     if not schedule.builds_row:
@@ -951,7 +951,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     )
     streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
     try:
-        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs), side_inputs)
+        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.reduces_after_gather), side_inputs)
     except ChainError:  # the ring, or the stream's token bound, does not fit this spec
         return None
     if waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS:
