@@ -255,8 +255,12 @@ class RowWaits:
 
     barriers: int  # block-wide exchanges per row
     gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)
-    reduces_after_gather: bool  # a reduction follows the stage reading a gathered row
+    after_gather: tuple[Reduction, ...]  # the reductions that follow the stage reading a gathered row
     writes_row: bool  # a full-width row in the activations' dtype (Y, residual_out) besides any FP8
+
+    @property
+    def reduces_after_gather(self) -> bool:
+        return bool(self.after_gather)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from .model import (
     Ledger,
     LedgerLine,
     Plan,
+    Reduction,
     Route,
     RowWaits,
     Schedule,
@@ -34,6 +35,7 @@ from .schedule import (
     few_token_split,
     few_token_threads,
     gathering_row,
+    gathering_stream,
     joint_span,
     short_rows,
     wide_stream,
@@ -87,11 +89,11 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
-def reduces_after_gather(stages: tuple[Stage, ...]) -> bool:
-    """Whether a reduction (an FP8 amax) follows the first stage that reads a side input at a row another
+def reductions_after_gather(stages: tuple[Stage, ...]) -> tuple[Reduction, ...]:
+    """The reductions (an FP8 amax) that follow the first stage reading a side input at a row another
     input names."""
     gathering = [k for k, s in enumerate(stages) if any(t.index is not None for t in s.inputs)]
-    return bool(gathering) and any(s.reductions for s in stages[gathering[0] + 1 :])
+    return tuple(r for s in stages[gathering[0] + 1 :] for r in s.reductions) if gathering else ()
 
 
 def gathered_inputs(stages: tuple[Stage, ...]) -> int:
@@ -125,7 +127,7 @@ def _route(
     waits = RowWaits(
         barriers=route.barriers_per_row,
         gathers=gathered_inputs(route.stages),
-        reduces_after_gather=reduces_after_gather(route.stages),
+        after_gather=reductions_after_gather(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits)
@@ -134,7 +136,10 @@ def _route(
     gathering = None if few_tokens else gathering_row(spec, schedule, waits)
     if gathering is not None:
         return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
-    streamed = wide_stream(spec, route.schedule, staged_inputs(route.stages), waits)
+    side_inputs = staged_inputs(route.stages)
+    streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
+        None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
+    )
     return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
 
 
@@ -144,7 +149,7 @@ def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, reduces_after_gather(stages)), side_inputs, stream)
+    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, reductions_after_gather(stages)), side_inputs, stream)
     schedule = with_pinned_side_inputs(schedule, side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, RowWaits, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, Reduction, RowWaits, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
 from .spec import KernelSpec, chain_context
 
@@ -267,8 +267,8 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     )
 
 
-def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool) -> Schedule:
-    """`reduces_after_gather`: a reduction follows the stage that reads a gathered row."""
+def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], after_gather: tuple[Reduction, ...]) -> Schedule:
+    """`after_gather`: the reductions that follow the stage reading a gathered row."""
     hint = spec.schedule.prefetch
     if not schedule.builds_row:
         if hint is True:
@@ -279,7 +279,7 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, reduces_after_gather)):
+    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, after_gather)):
         return replace(schedule, reasons=schedule.reasons + (why,))
     per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
@@ -308,22 +308,29 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # places: per-token amax (across the warps), staged 0.85–1.03 against 0.75–0.91 read where used (perf/probe28
 # g32, probe29); group amax (inside a warp) after a 64-column span, read where used 0.81–0.86 against
 # 0.64–0.75, after a 128-column span 5–16 % slower than staged (perf/probe30) — so a row with a reduction
-# after its RoPE keeps its staging. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's
-# cache RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
+# after its RoPE keeps its staging — save that the 64-column spans won wherever the amax stayed inside the
+# warps: perf/probe32 timed RMSNorm → cache RoPE → FP8 in groups of 32 and 128 after a 64-column span
+# (neox tail, gptj head) read where used at 0.79–0.86 × copy in 16-bit (bf16 5120, fp16 7168) against the
+# planner's 0.64–0.77, and after 128-column spans 1–12 % under staged again, as in probe30; no reason found
+# tells the two widths apart, so the rule names the width it measured. Blocks of fewer than four warps ran
+# staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads) and were not timed the
+# other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
+GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS = 64
 
 
-def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], reduces_after_gather: bool) -> str | None:
+def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], after_gather: tuple[Reduction, ...]) -> str | None:
     """Why a fragment program reads its side inputs where used, not staged: a gathered table row that
     fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more, with no
-    reduction after it (`reduces_after_gather`); None where they stay staged."""
+    reduction after it (`after_gather`) or only ones inside the warps after a row of at most
+    GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS; None where they stay staged."""
     lone = [t for t in side_inputs if t.index is not None and t.spans < GATHER_STAGED_MIN_SPANS]
-    if (
-        schedule.variant != "fragment"
-        or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS
-        or not lone
-        or reduces_after_gather
+    if schedule.variant != "fragment" or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS or not lone:
+        return None
+    if after_gather and (
+        any(r.partials is not None for r in after_gather)
+        or any(t.shape[-1].size > GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS for t in lone)
     ):
         return None
     names = " and ".join(t.arg for t in lone)
@@ -926,7 +933,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.reduces_after_gather):
+    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.after_gather):
         # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
         # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
         # (perf/probe27), wider rows never streamed.
@@ -951,7 +958,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     )
     streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
     try:
-        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.reduces_after_gather), side_inputs)
+        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.after_gather), side_inputs)
     except ChainError:  # the ring, or the stream's token bound, does not fit this spec
         return None
     if waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS:
@@ -1002,11 +1009,72 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
             return None
         if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
             return None
-    context = chain_context(spec, row.layout(spec.hidden))
-    if any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op)):
+    if _crowds_few_warps(spec, row):
         return None
     fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
     return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row
+
+
+def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
+    """Whether an op of the chain, planned on `row`'s layout, says it crowds a few warps (ops.Op.crowds_few_warps)."""
+    context = chain_context(spec, row.layout(spec.hidden))
+    return any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op))
+
+
+# Rows that gather which neither gathering rule takes, and which schedule.wide_stream leaves a fragment
+# program: timed on the H200 (16384 tokens), streaming on the planner's own threads won two classes.
+# - QK-norm → cache RoPE whose code crowds four warps (neox partners four lanes apart, or a span over part of
+#   each head): at bf16 4608 the planner's 192-thread fragment ran 0.72–0.76 × copy, the stream on those
+#   threads 0.82–0.92 (perf/probe32: heads of 64, the last 64 of heads of 128, the first 128 of heads of
+#   256; probe29 had 0.84–0.92 streamed at 4608–8192). Where wide_stream streams them already (fp16 6144,
+#   on four warps) the planner's threads were even with it (0.82–0.91 against 0.78–0.93): that stream
+#   stays. In float32 rows over part of each head the planner's 256 threads ran 0.93–0.96, streamed
+#   0.88–0.90 (perf/probe29): 16-bit rows only.
+# - float32 rows with a reduction (an FP8 amax) after the gather: RMSNorm → cache RoPE → FP8 6144, in
+#   groups of 32, 64 and 128 and per token after spans of 64 and 128, ran 0.74–0.81 as the planner's
+#   256-thread fragment and 0.94–0.97 streamed on those threads (perf/probe32); the 16-bit rows of the same
+#   chains did not gain streamed (0.75–0.99 against 0.64–0.99).
+# Held out on 42 random specs (perf/probe34): 31 faster (up to 1.44 ×), 8 slower, and the losses had two
+# causes, which the rule now leaves out. On four warps (3072–5120 columns) the fp32 fragment program had
+# held 128-column cache rows staged at 0.94–1.00 and lost 7–17 % streamed, where after 64-column rows the
+# stream gained 6–16 % in six of seven; and a stream of one block an SM (bf16 QK-norm 12288 on 512
+# threads) lost 13 %, as wide_stream's gathering rows had on one block (WIDE_STREAM_GATHER_MIN_BLOCKS).
+GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS = 64
+
+
+def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
+    """The stream schedule on choose_schedule's own threads that a row which gathers takes over the
+    fragment program `schedule` on the planner's route of many tokens, where an op's code crowds a few
+    warps and the 16-bit row is on more than four, or where it is float32 with a reduction after the gather
+    and on more than four warps or gathering rows of at most GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None
+    elsewhere, where the ring does not fit or keeps one block an SM, or where hints pin the layout."""
+    hints = spec.schedule
+    if (
+        not waits.gathers
+        or hints.variant != "auto"
+        or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split, hints.prefetch))
+        or schedule.variant != "fragment"
+        or schedule.block_m > 1
+        or schedule.row_split > 1
+    ):
+        return None
+    gathered_columns = [t.shape[-1].size for t in side_inputs if t.index is not None]
+    if DTYPE_BYTES[spec.dtype] == 2 and schedule.threads > GATHERING_ROW_THREADS and _crowds_few_warps(spec, schedule):
+        why = "an op's code crowds a few warps, and on more a fragment block leaves an SM's loads stalled through the row's waits"
+    elif (
+        spec.dtype == "float32"
+        and waits.reduces_after_gather
+        and (schedule.threads > GATHERING_ROW_THREADS or 0 < max(gathered_columns, default=0) <= GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS)
+    ):
+        why = "a float32 row reduces after its gather, which the ring's next rows cover and the fragment program's registers do not"
+    else:
+        return None
+    streamed = replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream on the planner's threads: {why}",))
+    try:
+        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.after_gather), side_inputs)
+    except ChainError:  # the ring, or the stream's token bound, does not fit this spec
+        return None
+    return streamed if sized.blocks_per_sm >= WIDE_STREAM_GATHER_MIN_BLOCKS else None
 
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32

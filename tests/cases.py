@@ -572,7 +572,34 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # The planner's rows that gather with a reduction after the gather, or whose code crowds four warps
+    # (schedule.gathering_stream, schedule._gathered_where_used; perf/probe32).
+    "rms_cache_rope_g32_fp32_6144_stream": case(
+        "fp32 RMSNorm → neox cache RoPE tail 64 → group-32 FP8 over 6144 columns, streamed by the planner on its "
+        "256 threads: the cache row through the ring, the amax after it",
+        [RMS, rope(64, source="cache", max_position=32768), quant(32)],
+        "float32",
+        6144,
+        outputs={"y": False},
+    ),
+    "rms_gptj_cache_rope_g128_bf16_5120_where_used": case(
+        "bf16 RMSNorm → gptj cache RoPE head 64 → group-128 FP8 over 5120 columns on four warps, the cache row "
+        "read where used before the amax",
+        [RMS, rope(64, span="head", style="gptj", source="cache", max_position=32768), quant(128)],
+        "bfloat16",
+        5120,
+        outputs={"y": False},
+    ),
+    "qk_norm_neox64_cache_rope_bf16_4608_stream": case(
+        "QK-norm → neox cache RoPE over 72 heads of 64 (partners four lanes apart), streamed by the planner on "
+        "its 192 threads",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=32768)],
+        "bfloat16",
+        4608,
+        head_dim=64,
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

@@ -235,20 +235,54 @@ def test_a_gathered_row_stays_staged_on_fewer_than_four_warps_or_where_asked():
     assert planned([RMS, rope(64)], "float16", 6144).prefetch
 
 
-def test_a_row_with_a_reduction_after_its_gather_keeps_its_staging_and_the_other_rules():
-    """RMSNorm → cache RoPE → FP8: per-token amax, staged 0.85–1.03 × copy against 0.75–0.91 read where used
-    (perf/probe29); group amax after a 128-column span 5–16 % slower read where used (perf/probe30), after a
-    64-column one faster; staged on four warps, groups of 128, 0.64–0.75: neither gathering rule applies."""
-    chains = (
-        [RMS, rope(128, span="head", source="cache", max_position=32768), quant()],
-        [RMS, rope(128, source="cache", max_position=32768), quant(64)],
-        [RMS, rope(64, style="gptj", source="cache", max_position=32768), quant(128)],
-    )
-    for ops in chains:
-        for dtype, hidden in (("float32", 5120), ("bfloat16", 7168), ("float16", 6144)):
-            s = planned(ops, dtype, hidden, **NO_Y)
-            assert s.prefetch, (ops, dtype, hidden)
-            assert not any("on four warps a row that gathers" in r for r in s.reasons), (ops, dtype, hidden)
+# A reduction after the gather (RMSNorm → cache RoPE → FP8), perf/probe29–32 (× copy at 16384 tokens).
+AMAX_AFTER_CACHE_ROPE = {
+    "per token after neox 128": [RMS, rope(128, span="head", source="cache", max_position=32768), quant()],
+    "groups of 64 after neox 128": [RMS, rope(128, source="cache", max_position=32768), quant(64)],
+    "groups of 128 after gptj 64": [RMS, rope(64, style="gptj", source="cache", max_position=32768), quant(128)],
+    "groups of 32 after neox 64": [RMS, rope(64, source="cache", max_position=32768), quant(32)],
+}
+
+
+@pytest.mark.parametrize("chain", AMAX_AFTER_CACHE_ROPE)
+@pytest.mark.parametrize(("dtype", "hidden"), [("bfloat16", 5120), ("float16", 7168), ("bfloat16", 4096)])
+def test_16_bit_rows_read_a_64_column_gathered_row_where_used_before_an_amax_inside_the_warps(chain, dtype, hidden):
+    """Staged on four warps, groups of 128 after gptj 64 ran 0.64–0.75; read where used 0.79–0.86 after
+    64-column spans, 1–12 % slower after 128-column ones, and per-token amax (across the warps) wants the
+    row staged (0.85–1.03 against 0.75–0.91). The four-warp rule stays out either way."""
+    s = planned(AMAX_AFTER_CACHE_ROPE[chain], dtype, hidden, **NO_Y)
+    where_used = chain.endswith(" 64") and not chain.startswith("per token")
+    assert s.prefetch is not where_used, s
+    assert not any("on four warps a row that gathers" in r for r in s.reasons)
+    assert where_used is any("cos_sin_cache row waits on the positions load" in r for r in s.reasons)
+
+
+@pytest.mark.parametrize("chain", AMAX_AFTER_CACHE_ROPE)
+def test_float32_rows_that_reduce_after_their_gather_stream_on_the_planners_threads(chain):
+    """fp32 6144: the planner's 256-thread fragment ran 0.74–0.81, streamed on those threads 0.94–0.97."""
+    fragment = planned(AMAX_AFTER_CACHE_ROPE[chain], "float32", 6144, **NO_Y, schedule={"variant": "fragment"})
+    s = planned(AMAX_AFTER_CACHE_ROPE[chain], "float32", 6144, **NO_Y)
+    assert (s.variant, s.threads, s.vector_bytes) == ("stream", fragment.threads, 16)
+    assert any("variant auto → stream on the planner's threads: a float32 row reduces" in r for r in s.reasons)
+    # Pinned layouts and prefetch stay as asked.
+    for hints in ({"threads": 128}, {"prefetch": True}, {"variant": "fragment"}):
+        assert planned(AMAX_AFTER_CACHE_ROPE[chain], "float32", 6144, **NO_Y, schedule=hints).variant == "fragment", hints
+
+
+@pytest.mark.parametrize("chain", AMAX_AFTER_CACHE_ROPE)
+def test_float32_rows_on_four_warps_stream_only_after_a_64_column_gather(chain):
+    """perf/probe34, fp32 3584–5120 on the planner's four warps: 128-column cache rows staged ran 0.94–1.00
+    and lost 7–17 % streamed; after 64-column rows the stream gained 6–16 % in six of seven."""
+    s = planned(AMAX_AFTER_CACHE_ROPE[chain], "float32", 4096, **NO_Y)
+    assert s.threads == 128
+    assert (s.variant == "stream") is chain.endswith(" 64"), s
+
+
+def test_a_gathering_stream_of_one_block_an_sm_is_not_taken():
+    """bf16 QK-norm → neox cache RoPE over heads of 64 at 12288: the planner's 512 threads streamed held one
+    block an SM and lost 13 % to the fragment program's two (perf/probe34 h63)."""
+    s = planned([QK_NORM, rope(64, span="head", source="cache", max_position=32768)], "bfloat16", 12288, head_dim=64)
+    assert (s.variant, s.threads, s.blocks_per_sm) == ("fragment", 512, 2)
 
 
 # perf/probe29–30: neox partners four lanes apart (rope_dim 64 in 16-bit rows), or behind a branch on a span
@@ -266,6 +300,12 @@ def test_neox_partners_four_lanes_apart_or_partial_spans_keep_the_rows_off_four_
         s = planned([QK_NORM, rotation], "bfloat16", hidden, **extra)
         assert not any("on four warps a row that gathers" in r for r in s.reasons), hidden
         assert s.variant == "stream" or s.threads > 128, hidden
+    # Where the planner's fragment is on more than four warps (bf16 4608: 192 threads, 0.72–0.76) the row
+    # streams on those threads (0.82–0.92, perf/probe32); the wide stream's four warps stay where it has them.
+    s = planned([QK_NORM, rotation], "bfloat16", 4608, **extra)
+    assert (s.variant, s.threads) == ("stream", 192)
+    assert any("variant auto → stream on the planner's threads: an op's code crowds" in r for r in s.reasons)
+    assert planned([QK_NORM, rotation], "float16", 6144, **extra).threads == 128
     # Eight lanes apart in float32 rows (4-element vectors) over whole heads: four warps, 0.97–0.98; over
     # part of each head the planner's 256 threads, 0.93–0.96 against 0.90–0.92 on four warps.
     assert planned([QK_NORM, rotation], "float32", 8192, **extra).threads == fp32_threads
