@@ -279,7 +279,7 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     prefetch = DEFAULT_PREFETCH if hint == "auto" else hint
     if not prefetch or not side_inputs:
         return schedule
-    if hint == "auto" and (why := _gathered_where_used(schedule, side_inputs, after_gather)):
+    if hint == "auto" and (why := _gathered_where_used(spec, schedule, side_inputs, after_gather)):
         return replace(schedule, reasons=schedule.reasons + (why,))
     per_column = sum(1 for t in side_inputs if t.per_column)
     staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
@@ -312,7 +312,9 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # warps: perf/probe32 timed RMSNorm → cache RoPE → FP8 in groups of 32 and 128 after a 64-column span
 # (neox tail, gptj head) read where used at 0.79–0.86 × copy in 16-bit (bf16 5120, fp16 7168) against the
 # planner's 0.64–0.77, and after 128-column spans 1–12 % under staged again, as in probe30; no reason found
-# tells the two widths apart, so the rule names the width it measured. Blocks of fewer than four warps ran
+# tells the two widths apart, so the rule names the width it measured. float32 rows that reduce after the
+# gather stream where they gain (gathering_stream) and otherwise stay staged: read where used they were
+# timed only without Y. Blocks of fewer than four warps ran
 # staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads) and were not timed the
 # other way.
 GATHER_STAGED_MIN_SPANS = 2
@@ -320,16 +322,19 @@ GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
 GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS = 64
 
 
-def _gathered_where_used(schedule: Schedule, side_inputs: tuple[Tensor, ...], after_gather: tuple[Reduction, ...]) -> str | None:
+def _gathered_where_used(
+    spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], after_gather: tuple[Reduction, ...]
+) -> str | None:
     """Why a fragment program reads its side inputs where used, not staged: a gathered table row that
     fewer than GATHER_STAGED_MIN_SPANS spans of the row read, on a block row of four warps or more, with no
-    reduction after it (`after_gather`) or only ones inside the warps after a row of at most
-    GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS; None where they stay staged."""
+    reduction after it (`after_gather`) or, in 16-bit rows, only ones inside the warps after a row of at
+    most GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS; None where they stay staged."""
     lone = [t for t in side_inputs if t.index is not None and t.spans < GATHER_STAGED_MIN_SPANS]
     if schedule.variant != "fragment" or schedule.threads // schedule.block_m < GATHER_WHERE_USED_MIN_THREADS or not lone:
         return None
     if after_gather and (
-        any(r.partials is not None for r in after_gather)
+        DTYPE_BYTES[spec.dtype] != 2
+        or any(r.partials is not None for r in after_gather)
         or any(t.shape[-1].size > GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS for t in lone)
     ):
         return None
@@ -933,7 +938,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    if not fragment.prefetch and _gathered_where_used(fragment, side_inputs, waits.after_gather):
+    if not fragment.prefetch and _gathered_where_used(spec, fragment, side_inputs, waits.after_gather):
         # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
         # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
         # (perf/probe27), wider rows never streamed.
@@ -1039,14 +1044,19 @@ def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
 # held 128-column cache rows staged at 0.94–1.00 and lost 7–17 % streamed, where after 64-column rows the
 # stream gained 6–16 % in six of seven; and a stream of one block an SM (bf16 QK-norm 12288 on 512
 # threads) lost 13 %, as wide_stream's gathering rows had on one block (WIDE_STREAM_GATHER_MIN_BLOCKS).
+# A second draw (perf/probe35, 30 specs): 25 faster, 2 slower by 7 % — fp32 rows that write Y as well,
+# as six of the eight such rows across both draws did (the other two within 2 %), where those without Y
+# gained up to 46 %: the fragment program's stores keep the memory busy through its waits, as wide_stream
+# found for rows that write a row: fp32 rows stream only where they write FP8 alone.
 GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS = 64
 
 
 def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
     """The stream schedule on choose_schedule's own threads that a row which gathers takes over the
     fragment program `schedule` on the planner's route of many tokens, where an op's code crowds a few
-    warps and the 16-bit row is on more than four, or where it is float32 with a reduction after the gather
-    and on more than four warps or gathering rows of at most GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None
+    warps and the 16-bit row is on more than four, or where it is float32, writes no row besides FP8, has a
+    reduction after the gather, and is on more than four warps or gathers rows of at most
+    GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None
     elsewhere, where the ring does not fit or keeps one block an SM, or where hints pin the layout."""
     hints = spec.schedule
     if (
@@ -1064,6 +1074,7 @@ def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Te
     elif (
         spec.dtype == "float32"
         and waits.reduces_after_gather
+        and not waits.writes_row
         and (schedule.threads > GATHERING_ROW_THREADS or 0 < max(gathered_columns, default=0) <= GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS)
     ):
         why = "a float32 row reduces after its gather, which the ring's next rows cover and the fragment program's registers do not"
