@@ -314,9 +314,8 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # planner's 0.64–0.77, and after 128-column spans 1–12 % under staged again, as in probe30; no reason found
 # tells the two widths apart, so the rule names the width it measured. float32 rows that reduce after the
 # gather stream where they gain (gathering_stream) and otherwise stay staged: read where used they were
-# timed only without Y. Blocks of fewer than four warps ran
-# staged rows at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads) and were not timed the
-# other way.
+# timed only without Y. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache
+# RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
 GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS = 64
@@ -1047,7 +1046,8 @@ def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
 # A second draw (perf/probe35, 30 specs): 25 faster, 2 slower by 7 % — fp32 rows that write Y as well,
 # as six of the eight such rows across both draws did (the other two within 2 %), where those without Y
 # gained up to 46 %: the fragment program's stores keep the memory busy through its waits, as wide_stream
-# found for rows that write a row: fp32 rows stream only where they write FP8 alone.
+# found for rows that write a row: fp32 rows stream only where they write FP8 alone. A third draw held
+# the final rule out (perf/probe36, with the 64-column read where used): all 21 specs faster, 1.06–1.49 ×.
 GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS = 64
 
 
@@ -1056,8 +1056,8 @@ def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Te
     fragment program `schedule` on the planner's route of many tokens, where an op's code crowds a few
     warps and the 16-bit row is on more than four, or where it is float32, writes no row besides FP8, has a
     reduction after the gather, and is on more than four warps or gathers rows of at most
-    GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None
-    elsewhere, where the ring does not fit or keeps one block an SM, or where hints pin the layout."""
+    GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None elsewhere, where the ring does not fit or keeps one block
+    an SM, or where hints pin the layout."""
     hints = spec.schedule
     if (
         not waits.gathers
