@@ -24,7 +24,7 @@ out = {}
 for f in sorted(Path(sys.argv[1]).glob("*.toml")):
     try:
         (plan,) = load_and_plan([f])
-    except Exception as exc:  # a spec this tree refuses
+    except Exception:  # a spec this tree refuses
         out[f.name] = None
         continue
     out[f.name] = [{k: v for k, v in asdict(r.schedule).items() if k not in ("reasons", "register_estimate")} for r in plan.routes]
@@ -33,7 +33,14 @@ print(json.dumps(out))
 
 
 def plans(tree: Path, specs: Path) -> dict:
-    run = subprocess.run([sys.executable, "-c", PLANS, str(specs)], env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", PLANS, str(specs)],
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(run.stdout)
 
 
