@@ -842,6 +842,8 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
         return replace(
             schedule, blocks_per_sm=hint, reasons=schedule.reasons + (f"{hint} block(s) per SM, as the blocks_per_sm hint asks",)
         )
+    if schedule.blocks_per_sm:
+        return schedule  # a rule bounded it already (gathering_row's FEW_WARPS_BOUNDS)
     # A row that with_prefetch left unstaged by default (a gathered row read where used) is sized as if
     # staged: unstaged, the estimate claims room for two blocks that ptxas did not give LayerNorm → cache
     # RoPE 12288 on 512 threads, which without the bound ran 0.51 × copy against 0.78 (perf/probe30 g59).
@@ -1013,16 +1015,52 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
             return None
         if row.vector_bytes < 16 or row.padded_hidden - spec.hidden > spec.hidden // MAX_PADDING_SHARE:
             return None
-    if _crowds_few_warps(spec, row):
-        return None
+    crowding = _crowding_stages(spec, row)
+    if crowding:
+        bound = _few_warps_bound(spec, row, crowding)
+        if bound is None or hints.blocks_per_sm != "auto":
+            return None
+        why = (
+            f"{bound} blocks per SM: the {row.elems_per_thread} values a thread of an op whose code crowds four warps "
+            "take registers a launch bound squeezes without a loss, and more rows stay in flight"
+        )
+        row = replace(row, blocks_per_sm=bound, reasons=row.reasons + (why,))
     fragment = "variant auto → fragment, not the stream: on four warps a row that gathers ran at least as fast as a fragment program"
     return replace(row, reasons=row.reasons + (fragment,)) if hints.variant == "auto" else row
 
 
-def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
-    """Whether an op of the chain, planned on `row`'s layout, says it crowds a few warps (ops.Op.crowds_few_warps)."""
+def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
+    """The stages of the chain, planned on `row`'s layout, that say they crowd a few warps (ops.Op.crowds_few_warps)."""
     context = chain_context(spec, row.layout(spec.hidden))
-    return any(REGISTRY[op.kind].crowds_few_warps(REGISTRY[op.kind].plan(op, index, context)) for index, op in enumerate(spec.op))
+    stages = (REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
+    return tuple(stage for stage in stages if REGISTRY[stage.kind].crowds_few_warps(stage))
+
+
+def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
+    return bool(_crowding_stages(spec, row))
+
+
+# A 16-bit row on four warps whose crowding is registers alone (ops.Op.bound_eases_few_warps: a RoPE whose neox
+# partners sit four lanes apart over whole heads of 64): ptxas gives it ~168 registers a thread, three blocks
+# an SM. Timed on the H200 (16384 tokens, QK-norm → cache RoPE): a launch bound of six ran 0.97 × copy at bf16
+# and fp16 6144 (48 values a thread) and 0.96 at fp16 7168 (56), against 0.83–0.89 unbounded or streamed;
+# at bf16 8192 (64 values) six spilled (0.85) and five ran 0.93 (perf/probe29, probe32). At 4608 (36 values)
+# six ran 0.89 and the stream 0.92 (gathering_stream takes that row); wider rows were not timed.
+FEW_WARPS_BOUNDS = {56: 6, 64: 5}  # most values a thread → blocks per SM
+FEW_WARPS_BOUND_MIN_ELEMS = 48
+
+
+def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...]) -> int | None:
+    """The launch bound (blocks per SM) under which `row` on four warps runs despite its `crowding` stages,
+    or None where it should not go on four warps."""
+    values = row.elems_per_thread
+    if (
+        DTYPE_BYTES[spec.dtype] != 2
+        or not all(REGISTRY[stage.kind].bound_eases_few_warps(stage) for stage in crowding)
+        or not FEW_WARPS_BOUND_MIN_ELEMS <= values <= max(FEW_WARPS_BOUNDS)
+    ):
+        return None
+    return next(blocks for most, blocks in sorted(FEW_WARPS_BOUNDS.items()) if values <= most)
 
 
 # Rows that gather which neither gathering rule takes, and which schedule.wide_stream leaves a fragment

@@ -598,7 +598,17 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # schedule.gathering_row's launch bound for four-lane neox over whole heads (FEW_WARPS_BOUNDS).
+    "qk_norm_neox64_cache_rope_f16_7168_bounded": case(
+        "QK-norm → neox cache RoPE over 112 heads of 64 (partners four lanes apart) on four warps under the "
+        "planner's launch bound of six blocks an SM (56 values a thread squeezed to 80 registers)",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=32768)],
+        "float16",
+        7168,
+        head_dim=64,
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

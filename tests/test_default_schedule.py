@@ -298,8 +298,11 @@ FOUR_LANE_NEOX = [
 
 @pytest.mark.parametrize(("extra", "rotation", "fp32_threads"), FOUR_LANE_NEOX)
 def test_neox_partners_four_lanes_apart_or_partial_spans_keep_the_rows_off_four_warps(extra, rotation, fp32_threads):
+    whole_heads = rotation["rope_dim"] == extra["head_dim"]
     for hidden in (4608, 6144, 8192):
         s = planned([QK_NORM, rotation], "bfloat16", hidden, **extra)
+        if whole_heads and hidden > 4608:
+            continue  # four warps under a launch bound: test_four_lane_whole_heads_take_four_bounded_warps
         assert not any("on four warps a row that gathers" in r for r in s.reasons), hidden
         assert s.variant == "stream" or s.threads > 128, hidden
     # Where the planner's fragment is on more than four warps (bf16 4608: 192 threads, 0.72–0.76) the row
@@ -311,6 +314,23 @@ def test_neox_partners_four_lanes_apart_or_partial_spans_keep_the_rows_off_four_
     # Eight lanes apart in float32 rows (4-element vectors) over whole heads: four warps, 0.97–0.98; over
     # part of each head the planner's 256 threads, 0.93–0.96 against 0.90–0.92 on four warps.
     assert planned([QK_NORM, rotation], "float32", 8192, **extra).threads == fp32_threads
+
+
+@pytest.mark.parametrize(("dtype", "hidden", "blocks"), [("bfloat16", 6144, 6), ("float16", 7168, 6), ("bfloat16", 8192, 5)])
+def test_four_lane_whole_heads_take_four_bounded_warps(dtype, hidden, blocks):
+    """Neox over whole heads of 64 in 16-bit rows crowd four warps with registers alone: bounded to six
+    blocks 0.96–0.97 × copy at 48–56 values a thread, five 0.93 at 64 (six spilled: 0.85), against
+    0.83–0.89 unbounded or streamed (perf/probe29, probe32)."""
+    rotation = rope(64, span="head", source="cache", max_position=32768)
+    s = planned([QK_NORM, rotation], dtype, hidden, head_dim=64)
+    assert (s.variant, s.threads, s.blocks_per_sm, s.prefetch) == ("fragment", 128, blocks, True)
+    assert any(f"{blocks} blocks per SM: the" in r for r in s.reasons)
+    # Outside the values a thread that were timed, and behind a partial span's branch, no bound.
+    assert planned([QK_NORM, rotation], dtype, 4608, head_dim=64).variant == "stream"
+    partial = rope(64, span="tail", source="cache", max_position=32768)
+    assert planned([QK_NORM, partial], dtype, hidden, head_dim=128).blocks_per_sm != blocks
+    # A pinned bound or thread count is the user's.
+    assert planned([QK_NORM, rotation], dtype, hidden, head_dim=64, schedule={"variant": "fragment", "blocks_per_sm": 2}).blocks_per_sm == 2
 
 
 def test_the_gathering_row_rule_leaves_pinned_layouts_and_unheld_rows_alone():

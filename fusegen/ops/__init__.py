@@ -262,6 +262,11 @@ class Op(ABC, Generic[S]):
         on the planner's wider blocks (schedule.gathering_row asks before it moves a row to four warps)."""
         return False
 
+    def bound_eases_few_warps(self, stage: Stage) -> bool:
+        """Whether what crowds a few warps in this stage (crowds_few_warps) is registers alone, which a
+        launch bound squeezes without a loss (schedule.gathering_row then bounds the four warps)."""
+        return False
+
     def offers_variant(self, op: S, variant: str) -> bool:
         """Whether this instance of the op runs as the whole-kernel `variant` (whole_kernel_variants)."""
         return variant in self.whole_kernel_variants

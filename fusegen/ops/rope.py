@@ -538,7 +538,10 @@ def check_cache_gather(source: str) -> Check:
 # the stream's 0.84–0.93, over the last 64 columns of heads of 128 0.58–0.68 against 0.75–0.84 (perf/probe29);
 # eight lanes apart behind the branch, fp16 128 of heads of 256 0.78 against 0.94 streamed (perf/probe30
 # g50), fp32 64 of 128 0.90–0.92 against 0.93–0.96 on 256 threads. Eight lanes apart over whole heads
-# (rope_dim 128, or 64 in float32 rows) ran 0.90–0.98 on four warps (perf/probe27, probe29).
+# (rope_dim 128, or 64 in float32 rows) ran 0.90–0.98 on four warps (perf/probe27, probe29). Over whole
+# heads the crowding is registers (ptxas gave the four-lane shuffles 168 a thread): a launch bound of five or
+# six blocks squeezed them to 96 or 80 and heads of 64 ran 0.93–0.97 at 6144–8192 16-bit columns (perf/probe29,
+# probe32), where behind the branch of a partial span the same bounds ran 0.41–0.66.
 FEW_WARPS_MIN_PARTNER_LANES = 8
 
 
@@ -564,6 +567,9 @@ class Rope(Op[RopeSpec]):
         lanes = stage.params.get("partner_lanes")
         in_every_head = "head_dim" in stage.params and lanes is not None
         return in_every_head and (lanes < FEW_WARPS_MIN_PARTNER_LANES or stage.params["rope_dim"] < stage.params["head_dim"])
+
+    def bound_eases_few_warps(self, stage: Stage) -> bool:
+        return self.crowds_few_warps(stage) and stage.params["rope_dim"] == stage.params["head_dim"]
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
         if ctx.head_dim is not None:
