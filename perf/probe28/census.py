@@ -30,14 +30,19 @@ def cache_rope(rng: random.Random, dims=(64, 128), **fixed) -> dict:
     return op | fixed | {"source": "cache", "max_position": 32768}
 
 
+def drawn(rng: random.Random, chains: tuple[str, ...]) -> tuple[str, dict]:
+    """A chain's label, then a dtype and a width of WIDTHS for its spec, drawn in that order."""
+    chain = rng.choice(chains)
+    dtype = rng.choice(sorted(WIDTHS))
+    return chain, {"name": "", "dtype": dtype, "hidden": rng.choice(WIDTHS[dtype])}
+
+
 def generate(seed: int, count: int) -> dict[str, dict]:
     rng = random.Random(seed)
     specs = {}
     while len(specs) < count:
-        chain = rng.choice(CHAINS)
-        dtype = rng.choice(sorted(WIDTHS))
-        hidden = rng.choice(WIDTHS[dtype])
-        spec = {"name": "", "dtype": dtype, "hidden": hidden}
+        chain, spec = drawn(rng, CHAINS)
+        hidden = spec["hidden"]
         norm = {"kind": "rmsnorm", "eps": 1e-6} if chain != "ln_cache" else {"kind": "layernorm", "eps": 1e-5}
         if chain == "qk_cache":
             head_dim = rng.choice([d for d in sweep_specs.HEAD_DIMS if hidden % d == 0])
@@ -52,11 +57,14 @@ def generate(seed: int, count: int) -> dict[str, dict]:
         if chain == "rms_cache_quant":
             ops.append({"kind": "quant_fp8", "group_size": rng.choice(sweep_specs._groups_dividing(hidden))})
             spec["outputs"] = {"y": rng.random() < 0.4}
-        spec["op"] = ops
-        name = f"g{len(specs):02d}_{chain}_{dtype.replace('float', 'f')}_{hidden}"
-        spec["name"] = name
-        specs[name] = spec
+        add_named(specs, "g", chain, spec | {"op": ops})
     return specs
+
+
+def add_named(specs: dict[str, dict], letter: str, label: str, spec: dict) -> None:
+    """`spec` into `specs` under the name LETTER + its draw number, `label`, dtype and width."""
+    name = f"{letter}{len(specs):02d}_{label}_{spec['dtype'].replace('float', 'f')}_{spec['hidden']}"
+    specs[name] = spec | {"name": name}
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import sweep_specs  # noqa: E402
 _probe28 = importlib.util.spec_from_file_location("probe28_census", HERE.parents[1] / "probe28" / "census.py")
 probe28_census = importlib.util.module_from_spec(_probe28)
 _probe28.loader.exec_module(probe28_census)
-WIDTHS, cache_rope = probe28_census.WIDTHS, probe28_census.cache_rope
+cache_rope = probe28_census.cache_rope
 
 NORMS = {"rms": {"kind": "rmsnorm", "eps": 1e-6}, "ln": {"kind": "layernorm", "eps": 1e-5}}
 CHAINS = ("rms_cache_quant", "ln_cache_quant", "cols_cache_quant", "qk_cache_crowded")
@@ -36,10 +36,8 @@ def generate(seed: int, count: int) -> dict[str, dict]:
     rng = random.Random(seed)
     specs = {}
     while len(specs) < count:
-        chain = rng.choice(CHAINS)
-        dtype = rng.choice(sorted(WIDTHS))
-        hidden = rng.choice(WIDTHS[dtype])
-        spec = {"name": "", "dtype": dtype, "hidden": hidden}
+        chain, spec = probe28_census.drawn(rng, CHAINS)
+        hidden = spec["hidden"]
         if chain == "qk_cache_crowded":
             head_dim, rope_dim, span = rng.choice([c for c in CROWDED if hidden % c[0] == 0])
             spec["head_dim"] = head_dim
@@ -55,10 +53,7 @@ def generate(seed: int, count: int) -> dict[str, dict]:
             quant = {"kind": "quant_fp8", "group_size": rng.choice(sweep_specs._groups_dividing(hidden))}
             ops = [norm, rotation, quant]
             spec["outputs"] = {"y": rng.random() < 0.3}
-        spec["op"] = ops
-        name = f"h{len(specs):02d}_{chain.removesuffix('_quant')}_{dtype.replace('float', 'f')}_{hidden}"
-        spec["name"] = name
-        specs[name] = spec
+        probe28_census.add_named(specs, "h", chain.removesuffix("_quant"), spec | {"op": ops})
     return specs
 
 
