@@ -989,8 +989,9 @@ GATHERING_ROW_THREADS = 4 * WARP_THREADS
 def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Schedule | None:
     """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
     route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
-    at most an eighth, never streamed. None where the row is on fewer, has no such layout, a reduction
-    follows the gather, an op's code crowds four warps (ops.Op.crowds_few_warps), or hints pin it."""
+    at most an eighth, never streamed; where an op's code crowds four warps (ops.Op.crowds_few_warps) with
+    registers a launch bound eases (_few_warps_bound), under that bound. None where the row is on fewer,
+    has no such layout, a reduction follows the gather, the crowding has no such bound, or hints pin it."""
     hints = spec.schedule
     if (
         not waits.gathers
