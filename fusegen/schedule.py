@@ -1044,7 +1044,7 @@ def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
 # A 16-bit row on four warps whose crowding is registers alone (ops.Op.bound_eases_few_warps: a RoPE whose neox
 # partners sit four lanes apart over whole heads of 64): ptxas gives it ~168 registers a thread, three blocks
 # an SM. Timed on the H200 (16384 tokens, QK-norm → cache RoPE): a launch bound of six ran 0.97 × copy at bf16
-# and fp16 6144 (48 values a thread) and 0.96 at fp16 7168 (56), against 0.83–0.89 unbounded or streamed;
+# and fp16 6144 (48 values a thread) and 0.96 at fp16 7168 (56), against 0.83–0.93 unbounded or streamed;
 # at bf16 8192 (64 values) six ran 0.85 (80 registers, no spill in its SASS) and five 0.93 (perf/probe29,
 # probe32). At 4608 (36 values) six ran 0.89 and the stream 0.92 (gathering_stream takes that row); wider
 # rows were not timed.

@@ -320,7 +320,7 @@ def test_neox_partners_four_lanes_apart_or_partial_spans_keep_the_rows_off_four_
 def test_four_lane_whole_heads_take_four_bounded_warps(dtype, hidden, blocks):
     """Neox over whole heads of 64 in 16-bit rows crowd four warps with registers alone: bounded to six
     blocks 0.96–0.97 × copy at 48–56 values a thread, five 0.93 at 64 (where six ran 0.85), against
-    0.83–0.89 unbounded or streamed (perf/probe29, probe32)."""
+    0.83–0.93 unbounded or streamed (perf/probe29, probe32)."""
     rotation = rope(64, span="head", source="cache", max_position=32768)
     s = planned([QK_NORM, rotation], dtype, hidden, head_dim=64)
     assert (s.variant, s.threads, s.blocks_per_sm, s.prefetch) == ("fragment", 128, blocks, True)
