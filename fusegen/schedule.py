@@ -963,13 +963,19 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         f"with none of its block's loads in flight, and the kernel {what}"
     )
     streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
-    try:
-        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.after_gather), side_inputs)
-    except ChainError:  # the ring, or the stream's token bound, does not fit this spec
-        return None
-    if waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS:
+    sized = _sized_stream(spec, streamed, side_inputs, waits)
+    if sized is None or (waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS):
         return None
     return streamed
+
+
+def _sized_stream(spec: KernelSpec, streamed: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
+    """`streamed` with its side inputs staged and its ring and grid sized, as _planned_route will size it;
+    None where the ring, or the stream's token bound, does not fit this spec."""
+    try:
+        return with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.after_gather), side_inputs)
+    except ChainError:
+        return None
 
 
 # A row that gathers a table row at the token's position (RoPE's cache) waits on two loads in turn before it
@@ -1035,10 +1041,6 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
     context = chain_context(spec, row.layout(spec.hidden))
     stages = (REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     return tuple(stage for stage in stages if REGISTRY[stage.kind].crowds_few_warps(stage))
-
-
-def _crowds_few_warps(spec: KernelSpec, row: Schedule) -> bool:
-    return bool(_crowding_stages(spec, row))
 
 
 # A 16-bit row on four warps whose crowding is registers alone (ops.Op.bound_eases_few_warps: a RoPE whose neox
@@ -1109,7 +1111,7 @@ def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Te
     ):
         return None
     gathered_columns = [t.shape[-1].size for t in side_inputs if t.index is not None]
-    if DTYPE_BYTES[spec.dtype] == 2 and schedule.threads > GATHERING_ROW_THREADS and _crowds_few_warps(spec, schedule):
+    if DTYPE_BYTES[spec.dtype] == 2 and schedule.threads > GATHERING_ROW_THREADS and _crowding_stages(spec, schedule):
         why = "an op's code crowds a few warps, and on more a fragment block leaves an SM's loads stalled through the row's waits"
     elif (
         spec.dtype == "float32"
@@ -1121,11 +1123,8 @@ def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Te
     else:
         return None
     streamed = replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream on the planner's threads: {why}",))
-    try:
-        sized = with_stream(spec, with_prefetch(spec, streamed, side_inputs, waits.after_gather), side_inputs)
-    except ChainError:  # the ring, or the stream's token bound, does not fit this spec
-        return None
-    return streamed if sized.blocks_per_sm >= WIDE_STREAM_GATHER_MIN_BLOCKS else None
+    sized = _sized_stream(spec, streamed, side_inputs, waits)
+    return streamed if sized is not None and sized.blocks_per_sm >= WIDE_STREAM_GATHER_MIN_BLOCKS else None
 
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32
