@@ -133,10 +133,10 @@ def _route(
     several = None if few_tokens else short_rows(spec, schedule, waits)
     if several is not None:
         return _planned_route(spec, several, first_tokens, last_tokens, origin, stream)
-    gathering = None if few_tokens else gathering_row(spec, schedule, waits)
+    side_inputs = staged_inputs(route.stages)
+    gathering = None if few_tokens else gathering_row(spec, schedule, side_inputs, waits)
     if gathering is not None:
         return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
-    side_inputs = staged_inputs(route.stages)
     streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
         None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
     )

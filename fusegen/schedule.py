@@ -992,7 +992,7 @@ def _sized_stream(spec: KernelSpec, streamed: Schedule, side_inputs: tuple[Tenso
 GATHERING_ROW_THREADS = 4 * WARP_THREADS
 
 
-def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Schedule | None:
+def gathering_row(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
     """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
     route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
     at most an eighth, never streamed; where an op's code crowds four warps (ops.Op.crowds_few_warps) with
@@ -1024,7 +1024,7 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, waits: RowWaits) -> Sche
             return None
     crowding = _crowding_stages(spec, row)
     if crowding:
-        bound = _few_warps_bound(spec, row, crowding)
+        bound = _few_warps_bound(spec, row, crowding, side_inputs)
         if bound is None or hints.blocks_per_sm != "auto":
             return None
         why = (
@@ -1049,14 +1049,26 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
 # and fp16 6144 (48 values a thread) and 0.96 at fp16 7168 (56), against 0.83–0.93 unbounded or streamed;
 # at bf16 8192 (64 values) six ran 0.85 (80 registers, no spill in its SASS) and five 0.93 (perf/probe29,
 # probe32). At 4608 (36 values) six ran 0.89 and the stream 0.92 (gathering_stream takes that row); wider
-# rows were not timed.
+# rows were not timed. Held out (perf/probe37, 15 norm → cache RoPE chains of 6144–8192): eleven gained
+# 3–15 %; the four LayerNorms over the whole row lost 2 × (0.36–0.40 against 0.50–0.76), spilling 354–372
+# bytes a thread: their staged weight and bias take as many registers as the row. The bound holds only where
+# the row's fp32 values and the staged words of its per-column side inputs fit the registers it leaves a
+# thread: within that, ptxas spilled at most 80 bytes (RMSNorm 8192 under five, 0.82 against 0.80 streamed),
+# past it 164–372 (perf/probe37, probe39: 41 bounded programs). Past it a stream ran best where the row can
+# stream (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77, on four warps under four blocks
+# 0.69–0.73, under three 0.61–0.65); at 6656, whose 16-byte vectors do not split the row evenly for the
+# stream's copy, four warps under four blocks ran 0.69, unbounded 0.40–0.50: such a row takes the most
+# blocks that hold it.
 FEW_WARPS_BOUNDS = {56: 6, 64: 5}  # most values a thread → blocks per SM
 FEW_WARPS_BOUND_MIN_ELEMS = 48
+FEW_WARPS_MIN_BLOCKS = 4
+REGISTER_ALLOCATION_UNIT = 8  # ptxas gives a thread registers in multiples of this
 
 
-def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...]) -> int | None:
+def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> int | None:
     """The launch bound (blocks per SM) under which `row` on four warps runs despite its `crowding` stages,
-    or None where it should not go on four warps."""
+    with its values and staged `side_inputs` in the registers the bound leaves a thread; None where it
+    should not go on four warps."""
     values = row.elems_per_thread
     if (
         DTYPE_BYTES[spec.dtype] != 2
@@ -1064,7 +1076,34 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
         or not FEW_WARPS_BOUND_MIN_ELEMS <= values <= max(FEW_WARPS_BOUNDS)
     ):
         return None
-    return next(blocks for most, blocks in sorted(FEW_WARPS_BOUNDS.items()) if values <= most)
+    bound = next(blocks for most, blocks in sorted(FEW_WARPS_BOUNDS.items()) if values <= most)
+    needed = values + _staged_words(spec, row, side_inputs)
+
+    def holds(blocks: int) -> bool:
+        allotted = SM_REGISTERS // (blocks * row.threads) // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
+        return needed <= allotted
+
+    if holds(bound):
+        return bound
+    if _ring_copy_fits(spec, row):
+        return None  # the stream takes it
+    return next((blocks for blocks in range(bound - 1, FEW_WARPS_MIN_BLOCKS - 1, -1) if holds(blocks)), None)
+
+
+def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
+    """32-bit registers a thread of `row` holds its per-column side inputs in when they are staged: one value
+    per distinct column of each it reads (a head's weight repeats in every head a thread spans)."""
+    if spec.schedule.prefetch is False:
+        return 0
+    tile = row.threads * row.vector_elems
+    columns = [chunk * tile + lane for chunk in range(row.padded_hidden // tile) for lane in range(row.vector_elems)]
+    words = 0
+    for tensor in side_inputs:
+        if tensor.per_column:
+            width = tensor.shape[0].size
+            held = len({column % width for column in columns}) if spec.hidden % width == 0 else len(columns)
+            words += -(-held * DTYPE_BYTES[tensor.dtype] // 4)
+    return words
 
 
 # Rows that gather which neither gathering rule takes, and which schedule.wide_stream leaves a fragment

@@ -594,11 +594,6 @@ CASES = {
         4608,
         head_dim=64,
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # schedule.gathering_row's launch bound for four-lane neox over whole heads (FEW_WARPS_BOUNDS).
     "qk_norm_neox64_cache_rope_f16_7168_bounded": case(
         "QK-norm → neox cache RoPE over 112 heads of 64 (partners four lanes apart) on four warps under the "
@@ -606,6 +601,21 @@ PENDING_GPU_CASES: dict = {
         [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=32768)],
         "float16",
         7168,
+        head_dim=64,
+    ),
+}
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {
+    # schedule._few_warps_bound where the staged weight and bias overflow the bound's registers and the row
+    # cannot stream (16-byte vectors do not split 6656 columns evenly over four warps).
+    "ln_neox64_cache_rope_f16_6656_four_blocks": case(
+        "LayerNorm over the row → neox cache RoPE over 104 heads of 64 on four warps, the row padded to 7168, under "
+        "the four blocks an SM whose registers hold its values and its staged weight and bias",
+        [{"kind": "layernorm"}, rope(64, span="head", source="cache", max_position=32768)],
+        "float16",
+        6656,
         head_dim=64,
     ),
 }

@@ -333,6 +333,28 @@ def test_four_lane_whole_heads_take_four_bounded_warps(dtype, hidden, blocks):
     assert planned([QK_NORM, rotation], dtype, hidden, head_dim=64, schedule={"variant": "fragment", "blocks_per_sm": 2}).blocks_per_sm == 2
 
 
+# perf/probe37 and probe39 (× copy at 16384 tokens): rows whose staged weight and bias do not fit the
+# registers the bound leaves spilled 164–372 bytes a thread under it and ran 0.36–0.60.
+WHOLE_HEAD_ROPE = rope(64, span="head", source="cache", max_position=32768)
+NORMS_UNDER_THE_BOUND = [
+    pytest.param({"kind": "layernorm"}, "float16", 7168, ("stream", None), id="layernorm row 0.37 bounded, 0.76 streamed"),
+    pytest.param({"kind": "layernorm"}, "bfloat16", 8192, ("stream", None), id="layernorm row 0.46 bounded, 0.77 streamed"),
+    pytest.param({"kind": "layernorm"}, "float16", 6656, ("fragment", 4), id="layernorm row 0.40 bounded, 0.69 at four"),
+    pytest.param({"kind": "layernorm", "weight": False, "bias": False}, "float16", 7168, ("fragment", 6), id="unweighted stays at six"),
+    pytest.param({"kind": "layernorm", "over": "head"}, "float16", 7680, ("fragment", 5), id="head weights stay, 0.80 to 0.86"),
+    pytest.param({"kind": "rmsnorm"}, "float16", 6144, ("fragment", 6), id="rmsnorm row fits, 0.87 to 0.90"),
+]
+
+
+@pytest.mark.parametrize(("norm", "dtype", "hidden", "planned_as"), NORMS_UNDER_THE_BOUND)
+def test_the_launch_bound_holds_only_where_the_staged_row_fits_its_registers(norm, dtype, hidden, planned_as):
+    s = planned([norm, WHOLE_HEAD_ROPE], dtype, hidden, head_dim=64)
+    assert (s.variant, s.blocks_per_sm if s.variant == "fragment" else None) == planned_as, s
+    # Read where used, the side inputs take no registers beside the row: the bound the values ask for.
+    unstaged = planned([norm, WHOLE_HEAD_ROPE], dtype, 7168, head_dim=64, schedule={"prefetch": False})
+    assert (unstaged.variant, unstaged.blocks_per_sm) == ("fragment", 6)
+
+
 def test_the_gathering_row_rule_leaves_pinned_layouts_and_unheld_rows_alone():
     assert planned([QK_NORM, QK_ROPE], "bfloat16", 6144, head_dim=128, schedule={"threads": 256}).threads == 256
     assert planned([QK_NORM, QK_ROPE], "bfloat16", 6144, head_dim=128, schedule={"variant": "stream"}).variant == "stream"
