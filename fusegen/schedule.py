@@ -996,8 +996,9 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     """The fragment schedule a row that gathers takes over choose_schedule's `schedule` on the planner's
     route of many tokens: on GATHERING_ROW_THREADS threads where they hold it in 16-byte vectors padded by
     at most an eighth, never streamed; where an op's code crowds four warps (ops.Op.crowds_few_warps) with
-    registers a launch bound eases (_few_warps_bound), under that bound. None where the row is on fewer,
-    has no such layout, a reduction follows the gather, the crowding has no such bound, or hints pin it."""
+    registers a launch bound eases, under the bound that holds the row's values and its staged `side_inputs`
+    (_few_warps_bound). None where the row is on fewer, has no such layout, a reduction follows the gather,
+    the crowding has no such bound, or hints pin it."""
     hints = spec.schedule
     if (
         not waits.gathers
