@@ -603,11 +603,6 @@ CASES = {
         7168,
         head_dim=64,
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # schedule._few_warps_bound where the staged weight and bias overflow the bound's registers and the row
     # cannot stream (16-byte vectors do not split 6656 columns evenly over four warps).
     "ln_neox64_cache_rope_f16_6656_four_blocks": case(
@@ -619,6 +614,10 @@ PENDING_GPU_CASES: dict = {
         head_dim=64,
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
