@@ -1055,7 +1055,7 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
 # bytes a thread: their staged weight and bias take as many registers as the row. The bound holds only where
 # the row's fp32 values and the staged words of its per-column side inputs fit the registers it leaves a
 # thread: within that, ptxas spilled at most 80 bytes (RMSNorm 8192 under five, 0.82 against 0.80 streamed),
-# past it 164–372 (perf/probe37, probe39: 31 bounded programs). Past it a stream ran best where the row can
+# past it 104–488 (perf/probe37, probe39, probe40: 61 bounded programs). Past it a stream ran best where the row can
 # stream (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77, on four warps under four blocks
 # 0.69–0.73, under three 0.61–0.65); at 6656, whose 16-byte vectors do not split the row evenly for the
 # stream's copy, four warps under four blocks ran 0.69, unbounded 0.40–0.50: such a row takes the most

@@ -24,7 +24,7 @@ def main(build: Path) -> None:
         _, schedule, source = sweep_program(directory)
         widened = with_words(source)
         before, after = straight_path(source), straight_path(widened)
-        registers, registers_widened = compiled(source)[1], compiled(widened)[1]
+        registers, registers_widened = compiled(source).registers, compiled(widened).registers
         program = f"{schedule['variant']} {schedule['threads']}"
         name = directory.name.removesuffix("_old")
         print(

@@ -1,5 +1,5 @@
 """Row bytes an SM holds in flight, per kernel of a build, on the CPU: for the program each runs at its
-sweep count, the registers ptxas allots (nvcc for sm_90a), the blocks an SM holds (registers, threads, and a
+sweep count, the registers ptxas allots (nvcc for sm_90a) and the bytes it spills a thread, the blocks an SM holds (registers, threads, and a
 stream program's own grid), and the row bytes those blocks hold — one row each for a fragment program,
 every ring slot for a stream one (perf/probe16/README.md).
 
@@ -35,6 +35,7 @@ def main(build: Path) -> None:
             "variant": schedule["variant"],
             "threads": schedule["threads"],
             "registers": counted["registers"],
+            "spilled_bytes": counted["spilled_bytes"],
             "blocks": blocks,
             "ring": schedule.get("ring_slots"),
             "kb_in_flight": round(blocks * rows * row_bytes / 1024, 1),

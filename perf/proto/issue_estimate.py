@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from issue_floor import census  # noqa: E402  (sibling scripts)
@@ -31,8 +32,14 @@ from fusegen.emit import program_sources  # noqa: E402
 INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 
 
-def compiled(source: str) -> tuple[list[str], int]:
-    """The kernel's SASS instructions in order, and the registers ptxas allots a thread (nvcc -arch=sm_90a -O3)."""
+class Compiled(NamedTuple):
+    instructions: list[str]  # the kernel's SASS in order
+    registers: int  # allotted a thread
+    spilled_bytes: int  # a thread's spill stores: the SASS up to the first EXIT can hide the local memory
+
+
+def compiled(source: str) -> Compiled:
+    """The kernel as ptxas compiles it (nvcc -arch=sm_90a -O3)."""
     with tempfile.TemporaryDirectory() as scratch:
         cu = Path(scratch) / "k.cu"
         cu.write_text(source)
@@ -46,13 +53,16 @@ def compiled(source: str) -> tuple[list[str], int]:
         listing = subprocess.run(
             [os.environ.get("NVDISASM", "nvdisasm"), "-c", str(cubin)], check=True, capture_output=True, text=True
         ).stdout
-    registers = int(re.search(r"Used (\d+) registers", ptxas)[1])
-    return [m.group(1) for line in listing.splitlines() if (m := INSTRUCTION.match(line))], registers
+    return Compiled(
+        [m.group(1) for line in listing.splitlines() if (m := INSTRUCTION.match(line))],
+        int(re.search(r"Used (\d+) registers", ptxas)[1]),
+        int(re.search(r"(\d+) bytes spill stores", ptxas)[1]),
+    )
 
 
 def straight_path(source: str) -> int:
     """SASS instructions of the kernel up to and including its first EXIT."""
-    instructions, _ = compiled(source)
+    instructions = compiled(source).instructions
     return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
 
 

@@ -25,11 +25,11 @@ SM_BLOCKS = 32  # resident blocks an sm_90 SM holds (the planner stops at 16: sc
 
 
 def census(source: str, threads: int) -> dict:
-    """Registers, blocks per SM and load placement of `source`."""
-    instructions, registers = compiled(source)
+    """Registers, spilled bytes, blocks per SM and load placement of `source`."""
+    instructions, registers, spilled_bytes = compiled(source)
     per_warp = -(-registers * 32 // 256) * 256  # allotted per warp in units of 256
     blocks = min(SM_REGISTERS // (per_warp * (threads // 32)), SM_THREADS // threads, SM_BLOCKS)
-    return {"registers": registers, "blocks_per_sm": blocks, **loads_around_first_barrier(instructions)}
+    return {"registers": registers, "spilled_bytes": spilled_bytes, "blocks_per_sm": blocks, **loads_around_first_barrier(instructions)}
 
 
 def loads_around_first_barrier(instructions: list[str]) -> dict:
