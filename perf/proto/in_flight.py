@@ -1,7 +1,7 @@
 """Row bytes an SM holds in flight, per kernel of a build, on the CPU: for the program each runs at its
-sweep count, the registers ptxas allots (nvcc for sm_90a) and the bytes it spills a thread, the blocks an SM holds (registers, threads, and a
-stream program's own grid), and the row bytes those blocks hold — one row each for a fragment program,
-every ring slot for a stream one (perf/probe16/README.md).
+sweep count, the registers ptxas allots (nvcc for sm_90a) and the bytes it spills a thread, the blocks an
+SM holds (registers, threads, and a stream program's own grid), and the row bytes those blocks hold — one
+row each for a fragment program, every ring slot for a stream one (perf/probe16/README.md).
 
     fusegen build SPECS --out BUILD --tuning EMPTY.json
     NVDISASM=/path/to/nvdisasm python perf/proto/in_flight.py BUILD > in-flight.jsonl
