@@ -1054,12 +1054,14 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
 # 3–15 %; the four LayerNorms over the whole row lost 2 × (0.36–0.40 against 0.50–0.76), spilling 354–372
 # bytes a thread: their staged weight and bias take as many registers as the row. The bound holds only where
 # the row's fp32 values and the staged words of its per-column side inputs fit the registers it leaves a
-# thread: within that, ptxas spilled at most 80 bytes (RMSNorm 8192 under five, 0.82 against 0.80 streamed),
-# past it 104–488 (perf/probe37, probe39, probe40: 61 bounded programs). Past it a stream ran best where the row can
-# stream (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77, on four warps under four blocks
-# 0.69–0.73, under three 0.61–0.65); at 6656, whose 16-byte vectors do not split the row evenly for the
-# stream's copy, four warps under four blocks ran 0.69, unbounded 0.40–0.50: such a row takes the most
-# blocks that hold it.
+# thread: within that, ptxas spilled at most 80 bytes (RMSNorm 8192 under five, 0.82 against 0.80
+# streamed), past it 104–488 (perf/probe37, probe39, probe40: 61 bounded programs). Past it a stream ran
+# best where the row can stream (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77, on four
+# warps under four blocks 0.69–0.73, under three 0.61–0.65); at 6656, whose 16-byte vectors do not split the
+# row evenly for the stream's copy, four warps under four blocks ran 0.69, unbounded 0.40–0.50: such a row
+# takes the most blocks that hold it. Held out on the 21 of 96 random chains the fit changes (perf/probe40):
+# all faster, 1.15–2.13 ×. Read where used instead, weight and bias leave the bound whole but ran +11 % to
+# −10 % (perf/probe41): staged stays the default.
 FEW_WARPS_BOUNDS = {56: 6, 64: 5}  # most values a thread → blocks per SM
 FEW_WARPS_BOUND_MIN_ELEMS = 48
 FEW_WARPS_MIN_BLOCKS = 4

@@ -333,8 +333,8 @@ def test_four_lane_whole_heads_take_four_bounded_warps(dtype, hidden, blocks):
     assert planned([QK_NORM, rotation], dtype, hidden, head_dim=64, schedule={"variant": "fragment", "blocks_per_sm": 2}).blocks_per_sm == 2
 
 
-# perf/probe37 and probe39 (× copy at 16384 tokens): rows whose staged weight and bias do not fit the
-# registers the bound leaves spilled 164–372 bytes a thread under it and ran 0.36–0.60.
+# perf/probe37, probe39 and probe40 (× copy at 16384 tokens): rows whose staged weight and bias do not fit
+# the registers the bound leaves spilled 104–488 bytes a thread under it and ran 0.35–0.72.
 WHOLE_HEAD_ROPE = rope(64, span="head", source="cache", max_position=32768)
 NORMS_UNDER_THE_BOUND = [
     pytest.param({"kind": "layernorm"}, "float16", 7168, ("stream", None), id="layernorm row 0.37 bounded, 0.76 streamed"),
