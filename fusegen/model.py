@@ -228,6 +228,15 @@ class Layout:
         """The warps of one block row."""
         return Extent(self.row_threads // 32, "warps")
 
+    def columns_held(self, row_thread: int) -> list[int]:
+        """The columns of its block row that a row thread holds, in register order: one vector of each row
+        tile (the inverse of thread_and_index)."""
+        return [
+            tile * self.row_tile + row_thread * self.vector + lane
+            for tile in range(self.padded_hidden // self.row_tile)
+            for lane in range(self.vector)
+        ]
+
     def thread_and_index(self, row: int, column: int) -> tuple[int, int]:
         """(block thread, register index) holding a block row's column: the pinned layout that
         codegen.layout_functions writes for TileLang."""

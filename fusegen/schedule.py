@@ -1098,8 +1098,7 @@ def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ..
     per distinct column of each it reads (a head's weight repeats in every head a thread spans)."""
     if spec.schedule.prefetch is False:
         return 0
-    tile = row.threads * row.vector_elems
-    columns = [chunk * tile + lane for chunk in range(row.padded_hidden // tile) for lane in range(row.vector_elems)]
+    columns = row.layout(spec.hidden).columns_held(0)
     words = 0
     for tensor in side_inputs:
         if tensor.per_column:

@@ -55,6 +55,11 @@ def test_each_block_row_on_whole_warps_of_its_own(layout):
         assert row_threads % 32 == 0 and row * row_threads % 32 == 0
         for column in range(layout.padded_hidden):
             assert (thread_of(row, column), index_of(row, column)) == layout.thread_and_index(row, column)
+        # columns_held lists each row thread's columns in register order (schedule._staged_words counts them).
+        for row_thread in range(row_threads):
+            held = layout.columns_held(row_thread)
+            thread = row * row_threads + row_thread
+            assert [layout.thread_and_index(row, c) for c in held] == [(thread, i) for i in range(len(held))]
     # Every (thread, register) holds one value: nothing replicated, nothing shared by two rows.
     slots = {(thread_of(r, c), index_of(r, c)) for r in range(layout.block_m) for c in range(layout.padded_hidden)}
     assert len(slots) == layout.block_m * layout.padded_hidden
