@@ -16,6 +16,8 @@ from .model import Constant, Layout, Scratch, Tensor, exchange_buffer, partial_b
 STREAM_GRID = "_grid"
 # The part of its row a block of a split row holds (Schedule.row_split): the grid's second index.
 PART = "part"
+# The tile of its row a reread program works on (Schedule.tiles): the variable of its loops over the tiles.
+TILE = "tile"
 # The module-level name of the row's width (kernel.py binds it); fragments write it where they use the width.
 HIDDEN = "HIDDEN"
 # The module-level name of a head's width (the spec's head_dim), bound by the stages that work per head
@@ -25,6 +27,7 @@ HEAD_DIM = "HEAD_DIM"
 # as source, each after those it uses: {row_threads} is one block row's threads as the factory names them.
 DERIVED_EXTENTS = {
     "part_columns": "HIDDEN // row_split  # the width of one part of a row, each part on a block of its own",
+    "tile_columns": "HIDDEN // tiles  # the width of one tile of the row: one vector a thread",
     "row_threads": "threads // block_m  # one block row's threads (whole warps)",
     "chunks": "{columns} // ({row_threads} * vector)  # vectors each thread holds of a row",
     "warps": "{row_threads} // 32",
@@ -126,6 +129,13 @@ class KernelFrame:
     # The factory serves routes with and without prefetch and takes it as a parameter: the prologue stages
     # under `if prefetch:`, and each read picks the staged copy or the input when the program is traced.
     prefetch_parameter: bool = False
+    # The variable naming the block's part of the row (in_part): the grid's for a split row, the tile
+    # loop's for a reread one (whose stages then run a tile at a time: ops.Op.emit_tile).
+    part: str = PART
+
+    @property
+    def tiled(self) -> bool:
+        return self.part == TILE
 
     def planned(self, name: str) -> Scratch:
         """The planned buffer `name`; a buffer the plan does not list is an error."""
@@ -191,7 +201,7 @@ class KernelFrame:
             return index
         count = rendered(per_part)
         # A count written as an expression (part_columns // HEAD_DIM) is bracketed: part times the count.
-        base = f"{PART} * ({count})" if " " in count else f"{PART} * {count}"
+        base = f"{self.part} * ({count})" if " " in count else f"{self.part} * {count}"
         return base if index == "0" else f"{base} + {index}"
 
     def load_row(self, param: str, fragment: str) -> list[str]:

@@ -12,6 +12,7 @@ from .codegen import (
     HIDDEN,
     PART,
     STREAM_GRID,
+    TILE,
     KernelFrame,
     constant_line,
     escaped,
@@ -48,6 +49,7 @@ FACTORY_PARAMETERS = {
     "vector": lambda s: s.vector_elems,
     "block_m": lambda s: s.block_m,
     "row_split": lambda s: s.row_split,
+    "tiles": lambda s: s.tiles,
     "columns": lambda s: s.padded_hidden,
     "blocks_per_sm": lambda s: s.blocks_per_sm,
     "prefetch": lambda s: s.prefetch,
@@ -101,7 +103,10 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     `joint_reduction` (_joint_body)."""
     schedule = route.schedule
     streamed = schedule.variant == "stream"
-    frame = KernelFrame(schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch, prefetch_parameter)
+    part = TILE if schedule.variant == "reread" else PART
+    frame = KernelFrame(
+        schedule.layout(plan.hidden), _tokens_symbol(plan), schedule.prefetch, streamed, route.scratch, prefetch_parameter, part
+    )
     if not schedule.builds_row:
         (stage,) = route.stages
         return REGISTRY[stage.kind].whole_kernel_variants[schedule.variant](stage, frame, plan.dtype, plan.writes_y)
@@ -116,6 +121,8 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
         # one reduces and stores (schedule.with_fragment_residency).
         lines.insert(0, f"T.annotate_min_blocks_per_sm({schedule.blocks_per_sm})")
+    if frame.tiled:
+        return lines + _reread_body(plan, route, frame)
     if schedule.pinned_side_inputs:
         pinned = [
             "# Not __restrict__: ptxas would sink these read-only loads past a barrier (schedule.with_pinned_side_inputs)",
@@ -126,6 +133,16 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     if prefetch_parameter:
         prologue = ["if prefetch:", *indent(prologue, 4)]
     return [*lines, *frame.load_row("X", "row"), *prologue, *_chain(plan, route, frame, joint_parameter)]
+
+
+def _reread_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
+    """A row read in tiles: the stages' passes over the tiles for their whole-row statistics
+    (ops.Op.emit_statistics), then each tile read again, from L2 (the passes read it moments before), and
+    finished by every stage in turn. A tile's registers are all a thread holds of the row, so more blocks
+    fit an SM than where it holds the whole row from load to store."""
+    statistics = [line for stage in route.stages for line in REGISTRY[stage.kind].emit_statistics(stage, frame)]
+    each_tile = [*frame.load_row("X", "row"), *_chain(plan, route, frame)]
+    return [*statistics, f"for {TILE} in T.serial(tiles):", *indent(each_tile, 4)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool = False) -> list[str]:
@@ -143,7 +160,8 @@ def _store_y(plan: Plan, frame: KernelFrame, position: int) -> list[str]:
 
 
 def _stage(stage: Stage, frame: KernelFrame) -> list[str]:
-    return [_section(stage), *REGISTRY[stage.kind].emit_kernel(stage, frame)]
+    op = REGISTRY[stage.kind]
+    return [_section(stage), *(op.emit_tile(stage, frame) if frame.tiled else op.emit_kernel(stage, frame))]
 
 
 def _section(stage: Stage) -> str:
@@ -212,7 +230,8 @@ def schedule_summary(route: Route) -> str:
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
         + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
-        + (f", {s.blocks_per_sm} blocks per SM" if s.variant == "fragment" and s.blocks_per_sm > 1 else "")
+        + (f", read in {s.tiles} tiles" if s.variant == "reread" else "")
+        + (f", {s.blocks_per_sm} blocks per SM" if s.variant in ("fragment", "reread") and s.blocks_per_sm > 1 else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
     )
@@ -268,6 +287,7 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     return ", ".join(
         [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
         + (["each row split over row_split blocks"] if s.row_split > 1 else [])
+        + (["the row read a tile at a time, for its statistics and again to finish it"] if s.variant == "reread" else [])
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
         + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
         + _switch("prefetch", s.prefetch, parameters, "side inputs prefetched")

@@ -252,9 +252,9 @@ class Layout:
 HOPPER_SMS = 132
 # The kernels take the token count as a signed 32-bit int (`int m`), and grid x counts row blocks in one.
 MAX_TOKENS = 2**31 - 1
-# Variants whose chain runs on a row held in registers, built from the ops' fragments; the others
-# (naive, splitk) are whole-kernel variants of a single op.
-ROW_VARIANTS = ("fragment", "stream")
+# Variants whose chain runs on a row held in registers (reread: one tile of it at a time), built from the
+# ops' fragments; the others (naive, splitk) are whole-kernel variants of a single op.
+ROW_VARIANTS = ("fragment", "stream", "reread")
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ class RowWaits:
 
 @dataclass(frozen=True)
 class Schedule:
-    variant: str  # fragment | stream | naive | splitk
+    variant: str  # fragment | stream | reread | naive | splitk
     block_m: int
     threads: int
     vector_elems: int
@@ -294,6 +294,9 @@ class Schedule:
     # fragment: the blocks each row is split over, each holding hidden / row_split contiguous columns; the
     # schedule's padded_hidden and elems_per_thread are then a part's.
     row_split: int = 1
+    # reread: the tiles the row is read in, each one vector a thread (hidden / (threads · vector) of them):
+    # the statistics' passes read every tile, then each tile is read again and finished
+    tiles: int = 1
     # fragment, prefetched: the staged float32 per-column side inputs lose __restrict__, so ptxas keeps their
     # loads next to the row's (schedule.with_pinned_side_inputs)
     pinned_side_inputs: bool = False
@@ -306,8 +309,14 @@ class Schedule:
         """The layout, its extents named as the program's factory names them. One row per block stays the
         number 1 (a factory for one row per block indexes the row by `block` alone). split-K's chunk width
         stays a number: its emitter unrolls the chunks by count. A block's width is the module's HIDDEN, or
-        with a split row the factory's `part_columns`."""
+        with a split row the factory's `part_columns`; a reread row is laid out as one tile of it, a part
+        `tile_columns` wide that the program's loops over the tiles move along the row."""
         rows = Extent(self.block_m, "block_m") if self.block_m > 1 else self.block_m
+        if self.variant == "reread":
+            tile = Extent(hidden // self.tiles, "tile_columns")
+            return Layout(
+                rows, tile, tile, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), Extent(self.tiles, "tiles")
+            )
         width = Extent(hidden // self.row_split, "HIDDEN" if self.row_split == 1 else "part_columns")
         if self.variant == "splitk":
             columns = self.blk_k

@@ -38,6 +38,7 @@ from .schedule import (
     gathering_stream,
     joint_span,
     short_rows,
+    wide_reread,
     wide_stream,
     with_joint_reduction,
     with_pinned_side_inputs,
@@ -137,6 +138,9 @@ def _route(
     gathering = None if few_tokens else gathering_row(spec, schedule, side_inputs, waits)
     if gathering is not None:
         return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
+    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs)
+    if reread is not None:
+        return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
     streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
         None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
     )
@@ -373,10 +377,12 @@ def plan_as_dict(p: Plan) -> dict:
     """The plan as JSON-ready data, with the ledger evaluated at `ledger_tokens`."""
     data = asdict(p)
     for route in data["routes"]:
-        # Added after kernels were built: unsplit, a schedule is written as before the split existed, as
-        # a spec key added later is (ops.added_key), and every plan.json stays as it was.
-        if route["schedule"]["row_split"] == 1:
-            del route["schedule"]["row_split"]
+        # Added after kernels were built: unsplit (or read whole), a schedule is written as before the
+        # split (the tiles) existed, as a spec key added later is (ops.added_key), and every plan.json
+        # stays as it was.
+        for added in ("row_split", "tiles"):
+            if route["schedule"][added] == 1:
+                del route["schedule"][added]
     m = p.ledger_tokens
     fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
     data["ledger"]["at_tokens"] = {

@@ -270,7 +270,7 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
 def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], after_gather: tuple[Reduction, ...]) -> Schedule:
     """`after_gather`: the reductions that follow the stage reading a gathered row."""
     hint = spec.schedule.prefetch
-    if not schedule.builds_row:
+    if not schedule.builds_row or schedule.variant == "reread":
         if hint is True:
             raise ChainError(
                 "schedule.prefetch", f'applies to the "fragment" and "stream" variants only; this kernel is "{schedule.variant}"'
@@ -732,6 +732,10 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
+    if hints.blocks_per_sm != "auto" and variant == "reread":
+        raise ChainError(
+            "schedule.blocks_per_sm", 'variant "reread" takes the blocks its tiles\' registers leave room for; leave it "auto"'
+        )
     few_token_parts = few_token_split(spec) if few_tokens else 1
     if few_token_parts > 1:
         why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
@@ -756,6 +760,10 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
         if variant == "auto" and len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], "splitk"):
             return _splitk_schedule(spec, block_m, threads, "auto")
         raise
+    if variant == "reread":
+        if block_m != 1:
+            raise ChainError("schedule.block_m", f'variant "reread" reads one row a block: block_m must be "auto" or 1, got {block_m}')
+        return reread_schedule(spec, threads, "as the variant hint asks")
     if variant == "naive":
         shared = block_m * schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
         if shared > SHARED_BYTES_LIMIT:
@@ -768,6 +776,101 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if variant == "stream":
         schedule = replace(schedule, variant="stream")
     return schedule
+
+
+# Variant reread (perf/probe42, H200, 16384 tokens): fp16 RMSNorm → GPT-J RoPE → FP8 g64 at 16384 columns and
+# fp16 LayerNorm → neox RoPE with Y at 12288 ran 0.86 and 0.78 × copy as the planner's fragment programs,
+# which hold the row in registers (512 threads, 64 registers, two blocks an SM). Read twice — the norm's
+# sums over the tiles, then each tile again from L2 — with 512 threads under a bound of three blocks (40
+# registers) they ran 0.94 and 0.93, under four 0.97 (RMSNorm) and 0.52 (LayerNorm: 88 bytes spilled),
+# on 256 threads under four 0.85 and 0.97, and under two 0.80–0.82 either way: 1536 threads an SM are
+# what held on both. Tiles are one 16-byte vector a thread (the probe's); at most 512 threads.
+REREAD_THREADS_PER_SM = 1536
+REREAD_MAX_THREADS = 512
+
+
+def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Schedule:
+    """The row read in tiles of one 16-byte vector a thread (hidden a whole number of them, at least two):
+    on the most threads up to REREAD_MAX_THREADS (or `threads_hint`) whose tile every op can run on
+    (ops.Op.tile_rule) and lay out, under a bound of REREAD_THREADS_PER_SM threads an SM. Raises
+    ChainError naming schedule.variant (or schedule.threads) where none can."""
+    elem = DTYPE_BYTES[spec.dtype]
+    vector = 16 // elem
+    context = chain_context(spec)
+    counts = (threads_hint,) if threads_hint else tuple(t for t in reversed(thread_counts(spec)) if t <= REREAD_MAX_THREADS)
+    refusals = []
+    for threads in counts:
+        tile = threads * vector
+        if spec.hidden % tile or spec.hidden // tile < 2:
+            continue
+        refused = [f"{op.kind} {reason}" for op in spec.op if (reason := REGISTRY[op.kind].tile_rule(op, context, tile))]
+        if not refused and not all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads) for op in spec.op):
+            refused = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))] or ["the row layout"]
+        if refused:
+            refusals.append(f"tiles of {tile} columns: {'; '.join(refused)}")
+            continue
+        tiles = spec.hidden // tile
+        blocks = max(1, REREAD_THREADS_PER_SM // threads)
+        reasons = (
+            f"variant reread ({why}): the row read in {tiles} tiles of {tile} columns, one {vector * elem}-byte vector a thread of "
+            f"{threads}: a pass over the tiles for the norm's sums, then each tile read again (from L2) and finished, so a "
+            "thread holds one tile's values, not the row's",
+            f"{blocks} blocks per SM (a launch bound): {REREAD_THREADS_PER_SM} threads an SM, what held in perf/probe42",
+        )
+        return Schedule(
+            variant="reread",
+            block_m=1,
+            threads=threads,
+            vector_elems=vector,
+            vector_bytes=vector * elem,
+            padded_hidden=spec.hidden,
+            elems_per_thread=spec.hidden // threads,
+            blk_k=None,
+            prefetch=False,
+            joint_reduction=False,
+            register_estimate=2 * vector + REGISTERS_BESIDE_ROW,
+            reasons=reasons,
+            blocks_per_sm=blocks,
+            tiles=tiles,
+        )
+    key = "schedule.threads" if threads_hint else "schedule.variant"
+    detail = "; ".join(refusals) or (
+        f"hidden = {spec.hidden} is not two or more whole tiles of one {vector}-column vector a thread"
+        + (f" of {threads_hint}" if threads_hint else f" of up to {REREAD_MAX_THREADS}")
+    )
+    raise ChainError(key, f'"reread" reads the row in tiles that every op can run on alone; none fits this chain: {detail}')
+
+
+# Variant auto reads a row twice where its fragment program would hold it at this many blocks an SM or
+# fewer, its statistics take one pass, and its tiles take this many threads or more. Held out on 25 chains
+# (perf/probe43, H200, 16384 tokens, 6144–20480 columns, every program checked against its reference): the
+# RMSNorm chains on 384–512 threads ran even or faster, 10 of 10 (bf16 RMSNorm → FP8 12288 0.89 → 1.01,
+# fp16 9216 0.86 → 0.97, fp32 RMSNorm → RoPE → FP8 8192 0.87 → 0.96, the rest within −1 … +3 %); plain
+# RMSNorm 10240 on 320 threads spilled 36 bytes and lost 13 %. LayerNorm, whose statistics take two passes
+# (three reads of the row), gained on three 16-bit rows (fp16 LayerNorm → RoPE 12288 0.79 → 0.90, → RoPE →
+# FP8 9216 0.58 → 0.73) and lost 4–57 % on eight (bf16 and float32; three of them spilled 40–156 bytes).
+REREAD_MAX_FRAGMENT_BLOCKS = 2
+REREAD_STATISTIC_PASSES = 1
+REREAD_MIN_THREADS = 384
+
+
+def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule | None:
+    """The reread schedule variant "auto" takes instead of `fragment` (the planner's route of many tokens),
+    or None (REREAD_MAX_FRAGMENT_BLOCKS, REREAD_STATISTIC_PASSES, REREAD_MIN_THREADS)."""
+    if spec.schedule.variant != "auto" or spec.schedule.threads != "auto" or spec.schedule.blocks_per_sm != "auto":
+        return None
+    if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
+        return None
+    held = fragment_blocks_per_sm(fragment, side_inputs)
+    context = chain_context(spec)
+    passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
+    if held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES:
+        return None
+    try:
+        reread = reread_schedule(spec, None, f"variant auto: the fragment program would hold the whole row at {held} block(s) an SM")
+    except ChainError:
+        return None
+    return reread if reread.threads >= REREAD_MIN_THREADS else None
 
 
 # Variant "auto" streams only rows of at most a kilobyte. The issue-16 sweep (docs/bench/sweep/ab.md: 33

@@ -112,7 +112,7 @@ def checked_gpu_name(name: str, where: str) -> str:
 class WinnerHints(Strict):
     """Every schedule hint, concrete: what the winning candidate was planned with."""
 
-    variant: Literal["fragment", "stream", "naive", "splitk"]
+    variant: Literal["fragment", "stream", "reread", "naive", "splitk"]
     block_m: int = Field(ge=1)
     threads: int = Field(ge=32)
     blk_k: Literal["auto"] | int

@@ -617,7 +617,26 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # schedule.wide_reread: the row read in tiles, the norm's sums from a pass of their own, each tile read
+    # again and finished; the RoPE's tail span in the last tile, group scales stored tile by tile.
+    "rms_gptj_ue8m0_g64_f16_16384_reread": case(
+        "RMSNorm → GPT-J RoPE tail 64 → FP8 group 64 ue8m0 over 16384 fp16 columns, read in four tiles of 512 threads",
+        [RMS, rope(64, style="gptj"), quant(64, scale="ue8m0")],
+        "float16",
+        16384,
+        outputs={"y": False, "rstd": True},
+    ),
+    # The reread hint on LayerNorm: the mean and the centred squares from two passes over the tiles.
+    "ln_neox128_f16_12288_reread": case(
+        "LayerNorm → neox RoPE tail 128 over 12288 fp16 columns read in three tiles (the variant hint), mean and rstd written",
+        [LN, rope(128)],
+        "float16",
+        12288,
+        outputs={"mean": True, "rstd": True},
+        schedule={"variant": "reread"},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

@@ -192,8 +192,53 @@ def test_wide_rows_that_wait_in_few_blocks_stream(ops, dtype, hidden, extra):
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra"), WIDE_KEPT)
-def test_wide_rows_whose_stalls_are_hidden_stay_fragments(ops, dtype, hidden, extra):
-    assert planned(ops, dtype, hidden, **extra).variant == "fragment"
+def test_wide_rows_whose_stalls_are_hidden_are_not_streamed(ops, dtype, hidden, extra):
+    # The RMSNorm → cache RoPE row of 12288 is read in tiles instead (schedule.wide_reread).
+    assert planned(ops, dtype, hidden, **extra).variant in ("fragment", "reread")
+
+
+# schedule.wide_reread, perf/probe42–43 (× copy at 16384 tokens, fragment → read twice).
+WIDE_REREAD = [
+    pytest.param([RMS, rope(64, style="gptj"), quant(64, scale="ue8m0")], "float16", 16384, NO_Y, (512, 3, 4), id="rope fp8 0.84 to 0.86"),
+    pytest.param([RMS, quant(128)], "bfloat16", 12288, NO_Y, (512, 3, 3), id="fp8 0.89 to 1.01"),
+    pytest.param([RMS, quant(64)], "float16", 9216, NO_Y, (384, 4, 3), id="fp8 9216 0.86 to 0.97"),
+    pytest.param([RMS, rope(), quant(32)], "float32", 8192, NO_Y, (512, 3, 4), id="fp32 rope fp8 0.87 to 0.96"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads_blocks_tiles"), WIDE_REREAD)
+def test_wide_rows_a_one_pass_norm_holds_at_two_blocks_are_read_twice(ops, dtype, hidden, extra, threads_blocks_tiles):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.threads, s.blocks_per_sm, s.tiles, s.vector_bytes, s.prefetch) == ("reread", *threads_blocks_tiles, 16, False)
+    assert any("variant reread (variant auto: the fragment program would hold the whole row at" in r for r in s.reasons)
+
+
+def test_rows_read_twice_only_where_measured():
+    # LayerNorm's statistics take two passes: slower on eight of eleven rows (perf/probe43).
+    assert planned([LN, rope(128)], "float16", 12288).variant == "fragment"
+    # 320 threads (10240 fp16 in four tiles) spilled and lost 13 %.
+    assert planned([RMS], "float16", 10240).variant == "fragment"
+    # A residual add comes before the norm: its passes would read x alone.
+    assert planned([{"kind": "add_residual"}, RMS, quant(128)], "bfloat16", 16384, **NO_Y).variant != "reread"
+    # Per-token scales need the amax of the whole row; a fragment holding three blocks or more stays.
+    assert planned([RMS, quant()], "bfloat16", 16384, **NO_Y).variant != "reread"
+    assert planned([RMS, rope(), quant(128)], "bfloat16", 4096, **NO_Y).variant == "fragment"
+    # Hints are kept.
+    assert planned([RMS, quant(128)], "bfloat16", 12288, **NO_Y, schedule={"threads": 256}).variant != "reread"
+
+
+def test_the_reread_hint_names_what_stops_a_chain():
+    hinted = {"variant": "reread"}
+    s = planned([LN, rope(128)], "float16", 12288, schedule=hinted)
+    assert (s.variant, s.threads, s.tiles) == ("reread", 512, 3)
+    for ops, hidden, why in (
+        ([{"kind": "add_residual"}, RMS], 8192, "add_residual comes before the norm"),
+        ([RMS, quant()], 8192, "quant_fp8 takes one scale from the amax of the whole row"),
+        ([RMS, rope(64)], 4096 + 8, "is not two or more whole tiles of one 8-column vector a thread of up to 512"),
+    ):
+        with pytest.raises(ChainError, match=why) as raised:
+            planned(ops, "bfloat16", hidden, schedule=hinted)
+        assert raised.value.key == "schedule.variant"
 
 
 def test_the_wide_stream_rule_leaves_hinted_schedules_alone():

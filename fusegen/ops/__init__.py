@@ -249,6 +249,32 @@ class Op(ABC, Generic[S]):
         columns_multiple_of)."""
         return None
 
+    def tile_rule(self, op: S, ctx: ChainContext, tile_columns: int) -> str | None:
+        """Why this op cannot run on a row read in tiles of `tile_columns` contiguous columns (variant
+        reread: emit_statistics's passes, then emit_tile on one tile at a time), in words that follow the op's
+        kind in an error; None where it can. An op that works on any part of a row (needs_whole_row None)
+        runs on tiles that are whole multiples of its columns_multiple_of."""
+        whole = self.needs_whole_row(op, ctx)
+        if whole is not None:
+            return whole
+        multiple = self.columns_multiple_of(op, ctx)
+        return None if tile_columns % multiple == 0 else f"works on whole runs of {multiple} columns, which a tile of {tile_columns} splits"
+
+    def row_statistic_passes(self, op: S, ctx: ChainContext) -> int:
+        """How many passes over a row read in tiles the op's statistics of the whole row take before it can
+        finish any column (emit_statistics): 0 where it has none (a norm over each head has its own per tile)."""
+        return 0
+
+    def emit_statistics(self, stage: Stage, frame: KernelFrame) -> list[str]:
+        """Variant reread: the passes over the row's tiles (`for tile in T.unroll(tiles)`, each loading the
+        tile into `row`) that compute what this stage needs of the whole row, before any tile is finished."""
+        return []
+
+    def emit_tile(self, stage: Stage, frame: KernelFrame) -> list[str]:
+        """Variant reread: the stage on one tile of the row (`frame.tiled`; its whole-row statistics from
+        emit_statistics): where it needs none, its fragment on the tile's columns."""
+        return self.emit_kernel(stage, frame)
+
     def accepts_layout(self, op: S, ctx: ChainContext, vector: int, threads: int) -> bool:
         """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""
         return True

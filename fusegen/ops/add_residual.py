@@ -120,6 +120,10 @@ class AddResidual(Op[AddResidualSpec]):
     emit_kernel = staticmethod(emit_kernel)
     emit_reference = staticmethod(emit_reference)
 
+    def tile_rule(self, op, ctx, tile_columns):
+        # The norm's passes over the tiles read x alone; the sum they would need is this op's row.
+        return "comes before the norm, whose passes over the tiles read x alone, not x + residual"
+
     def oracle_step(self, v, op, inputs, head_dim):
         # float64 holds the sum of two activations exactly (or within far less than half an ulp of the
         # dtype), so one rounding to the dtype is the correctly rounded sum.

@@ -81,6 +81,14 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
     )
 
 
+def _affine(stage: Stage, frame: KernelFrame, centred: str) -> str:
+    """A centred value of column j times its statistic's rstd, times weight, plus bias."""
+    affine = f"{centred} * rstd[{Extent.read(stage.params).at_column(frame)}]"
+    for tensor in stage.inputs:
+        affine += f" * {frame.column_param(tensor)}" if tensor.arg == "weight" else f" + {frame.column_param(tensor)}"
+    return affine
+
+
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     extent = Extent.read(stage.params)
     each_column, at, value = frame.loop(("j", frame.columns)), extent.at_column(frame), f"row[{frame.at('j')}]"
@@ -89,9 +97,7 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         # Padding columns hold 0, but 0 − mean is not 0: keep them out of the variance. (Padding is whole
         # heads, each of mean 0; a column range ends inside the row.)
         centered = f"T.if_then_else(j < {frame.width}, {centered}, 0.0)"
-    affine = f"{value} * rstd[{at}]"
-    for tensor in stage.inputs:
-        affine += f" * {frame.column_param(tensor)}" if tensor.arg == "weight" else f" + {frame.column_param(tensor)}"
+    affine = _affine(stage, frame, value)
     at_stat = extent.at_statistic(frame)
     lines = [frame.alloc("centered_sq"), frame.alloc("mean"), frame.alloc("rstd")]
     if extent.over == "columns":
@@ -116,6 +122,39 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         lines += extent.store(frame, "Rstd", "rstd")
     lines += [each_column, f"    {value} = {extent.only_inside(frame, affine)}"]
     return lines
+
+
+def emit_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Variant reread, a whole-row extent: the mean from one pass over the tiles, the centred squares from a
+    second (the same two-pass variance as emit_kernel's), then rstd (a head's lie in its tile)."""
+    extent = Extent.read(stage.params)
+    if not extent.whole_row:
+        return []
+    value, at = f"row[{frame.at('j')}]", frame.at()
+    lines = [
+        frame.alloc("centered_sq"),
+        frame.alloc("mean"),
+        frame.alloc("rstd"),
+        *norm.tile_pass(frame, "centered_sq", value),
+        *frame.row_reduce("centered_sq", "mean", "sum", "row_sum"),
+        f"mean[{at}] = {extent.mean(f'mean[{at}]')}",
+        *norm.tile_pass(frame, "centered_sq", f"({value} - mean[{at}]) * ({value} - mean[{at}])"),
+        *frame.row_reduce("centered_sq", "rstd", "sum", "centered_sum"),
+        f"rstd[{at}] = T.rsqrt({extent.mean(f'rstd[{at}]')} + EPS)",
+    ]
+    if stage.params["writes_mean"]:
+        lines += extent.store(frame, "Mean", "mean")
+    if stage.params["writes_rstd"]:
+        lines += extent.store(frame, "Rstd", "rstd")
+    return lines
+
+
+def emit_tile(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Variant reread: a tile centred, scaled (and shifted) with its row's statistics."""
+    if not Extent.read(stage.params).whole_row:
+        return emit_kernel(stage, frame)
+    value = f"row[{frame.at('j')}]"
+    return [frame.loop(("j", frame.columns)), f"    {value} = {_affine(stage, frame, f'({value} - mean[{frame.at()}])')}"]
 
 
 def emit_reference(stage: Stage, hidden: int) -> list[str]:
@@ -143,10 +182,13 @@ class LayerNorm(NormOp[LayerNormSpec]):
     place = NORMALIZE
     transforms_row = True
     outputs = (MEAN, RSTD)
+    statistic_passes = 2  # the mean, then the centred squares
     readme_keys = "`eps` (2⁻¹²⁶ ≤ eps ≤ 1, default 1e-5), `weight`, `bias` (default true), " + NORM_KEYS
     check = staticmethod(check)
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
+    emit_statistics = staticmethod(emit_statistics)
+    emit_tile = staticmethod(emit_tile)
     emit_reference = staticmethod(emit_reference)
 
     def oracle_step(self, v, op, inputs, head_dim):

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, HIDDEN, KernelFrame, all_of, indent, shape_source
+from ..codegen import HEAD_DIM, HIDDEN, TILE, KernelFrame, all_of, indent, shape_source
 from ..model import Constant, Dim, Tensor, parts_of, rendered
 from ..model import Extent as NamedExtent
 from . import ChainContext, Op, S, added_key, described, head_dim_constant
@@ -297,6 +297,19 @@ class NormOp(Op[S]):
             return f"normalises over columns [{lo}, {hi}) of the row, not over each part"
         return "normalises over the whole row"
 
+    # Passes over a row read in tiles for the statistics of the whole row (emit_statistics).
+    statistic_passes: int
+
+    def row_statistic_passes(self, op, ctx) -> int:
+        return self.statistic_passes if op.over == "row" and op.columns is None else 0
+
+    def tile_rule(self, op, ctx, tile_columns: int) -> str | None:
+        """Statistics over the whole row come from passes over its tiles (emit_statistics); a head's lie in
+        the tile holding it; a column range's are not summed tile by tile."""
+        if self.row_statistic_passes(op, ctx):
+            return None
+        return super().tile_rule(op, ctx, tile_columns)
+
     def accepts_layout(self, op, ctx, vector: int, threads: int) -> bool:
         """Per head, the row tile (one block row's threads × vector) and the head must nest for the
         statistic's (heads, head_dim) view to map onto the threads — whole tiles per head, or whole heads per
@@ -329,3 +342,15 @@ class NormOp(Op[S]):
         end = small.hidden - after
         start = min(lo * small.hidden // full.hidden // COLUMN_BOUNDARY * COLUMN_BOUNDARY, end - COLUMN_BOUNDARY)
         return {**op, "columns": [start, end]}
+
+
+def tile_pass(frame: KernelFrame, terms: str, term: str) -> list[str]:
+    """One pass over the row's tiles (variant reread) adding each column's `term` (of `row`, the loaded
+    tile) into `terms`, a fragment of the tile's layout: unrolled, so every tile's load is in flight at
+    once, and only the running sums stay in registers, not the row."""
+    at = frame.at("j")
+    return [
+        f"T.clear({terms})",
+        f"for {TILE} in T.unroll({rendered(frame.layout.parts)}):",
+        *indent([*frame.load_row("X", "row"), frame.loop(("j", frame.columns)), f"    {terms}[{at}] = {terms}[{at}] + {term}"], 4),
+    ]

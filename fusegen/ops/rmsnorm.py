@@ -163,6 +163,29 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     ]
 
 
+def emit_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Variant reread, a whole-row extent: the sum of squares over the tiles, then rstd (a head's lies in
+    its tile: emit_kernel there)."""
+    if not Extent.read(stage.params).whole_row:
+        return []
+    at = frame.at("j")
+    return [
+        frame.alloc("sumsq_terms"),
+        frame.alloc("rstd"),
+        *norm.tile_pass(frame, "sumsq_terms", f"row[{at}] * row[{at}]"),
+        *frame.row_reduce("sumsq_terms", "rstd", "sum", "sumsq"),
+        *_rstd_lines(stage, frame),
+    ]
+
+
+def emit_tile(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Variant reread: a tile times its row's rstd (and w)."""
+    if not Extent.read(stage.params).whole_row:
+        return emit_kernel(stage, frame)
+    at = frame.at("j")
+    return [frame.loop(("j", frame.columns)), f"    row[{at}] = {_scale_expr(stage, frame, f'row[{at}]')}"]
+
+
 def emit_unscaled(stage: Stage, frame: KernelFrame) -> list[str]:
     """Joint reduction (a whole-row extent), before the exchange: the sum of squares per warp, and the
     row times w only."""
@@ -286,6 +309,7 @@ class RMSNorm(NormOp[RMSNormSpec]):
     transforms_row = True
     outputs = (RSTD,)
     whole_kernel_variants = {"naive": emit_naive, "splitk": emit_splitk}
+    statistic_passes = 1  # the sum of squares
     joint = JointReduction(
         provides_factor=True,
         # One factor per row: a per-head or column-range norm scales columns apart.
@@ -303,6 +327,8 @@ class RMSNorm(NormOp[RMSNormSpec]):
     check = staticmethod(check)
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
+    emit_statistics = staticmethod(emit_statistics)
+    emit_tile = staticmethod(emit_tile)
     emit_reference = staticmethod(emit_reference)
     variant_scratch = staticmethod(variant_scratch)
 

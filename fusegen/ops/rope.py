@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..codegen import HEAD_DIM, KernelFrame, all_of, shape_source
+from ..codegen import HEAD_DIM, TILE, KernelFrame, all_of, indent, shape_source
 from ..cuda_checks import Check
 from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
@@ -331,20 +331,49 @@ def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
     if loops_over_row(stage.params, frame.layout.block_m):
         return _emit_over_row(stage, frame)
+    return _emit_span(stage, frame, "ROPE_START", "ROPE_START // 2")
+
+
+def emit_tile(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Variant reread: spans in every head turn in every tile (a tile holds whole heads, tile_rule); the
+    row's one span, at its head or tail, in the first or last tile, where it starts at the tile's first
+    column or ROPE_DIM before its end. Its buffers are declared before the branch."""
+    if loops_over_row(stage.params, frame.layout.block_m):
+        return _emit_over_row(stage, frame)
+    width, tiles = frame.width, rendered(frame.layout.parts)
+    if stage.params["span"] == "tail":
+        lines = _emit_span(stage, frame, f"{width} - ROPE_DIM", f"{width} // 2 - {HALF}")
+        tile = f"{tiles} - 1"
+    else:
+        lines = _emit_span(stage, frame, "0", "0")
+        tile = "0"
+    planned = {b.name for b in frame.buffers}
+    declarations = [frame.alloc(name) for name in ("rope_partner", "rope_span") if name in planned]
+    declarations += [frame.pin_row_layout("rope_partner")] if "rope_partner" in planned else []
+    return [
+        *(line for line in lines if line in declarations),
+        f"if {TILE} == {tile}:",
+        *indent([line for line in lines if line not in declarations], 4),
+    ]
+
+
+def _emit_span(stage: Stage, frame: KernelFrame, start: str, first_pair: str) -> list[str]:
+    """The loops over the span alone, which starts at row column `start` (pair `first_pair`)."""
     partner, pair = _pair_terms(stage.params["style"], frame)
     cos, sin = _cos_sin(stage, frame, pair)
-    value = f"row[{frame.at('ROPE_START + j')}]"
+    column = "j" if start == "0" else f"{start} + j"
+    value = f"row[{frame.at(column)}]"
     if frame.one_row:
-        each_span_column = "for j in T.Parallel(ROPE_DIM, loop_layout=on_row_threads(ROPE_DIM, ROPE_START)):"
-        each_pair = f"for p in T.Parallel({HALF}, loop_layout=on_row_threads({HALF}, ROPE_START, 2)):"
+        each_span_column = f"for j in T.Parallel(ROPE_DIM, loop_layout=on_row_threads(ROPE_DIM, {start})):"
+        each_pair = f"for p in T.Parallel({HALF}, loop_layout=on_row_threads({HALF}, {start}, 2)):"
     else:
         each_span_column = f"for i, j in T.Parallel({frame.bm}, ROPE_DIM):"
         each_pair = f"for i, p in T.Parallel({frame.bm}, {HALF}):"
     if stage.params["pairing"] == "registers":
         return [
-            *_partner_from_registers(stage, frame, each_pair, "ROPE_START // 2"),
+            *_partner_from_registers(stage, frame, each_pair, "" if first_pair == "0" else first_pair),
             each_span_column,
-            f"    {value} = {value} * {cos} + rope_partner[{frame.at('ROPE_START + j')}] * {sin}",
+            f"    {value} = {value} * {cos} + rope_partner[{frame.at(column)}] * {sin}",
         ]
     if stage.params["pairing"] == "shuffle":
         # The sign is a factor, not a select around the shuffle: every lane of the mask must execute it.
@@ -560,6 +589,7 @@ class Rope(Op[RopeSpec]):
     check = staticmethod(check)
     plan = staticmethod(plan)
     emit_kernel = staticmethod(emit_kernel)
+    emit_tile = staticmethod(emit_tile)
     emit_reference = staticmethod(emit_reference)
     accepts_layout = staticmethod(accepts_layout)
 
@@ -570,6 +600,17 @@ class Rope(Op[RopeSpec]):
 
     def bound_eases_few_warps(self, stage: Stage) -> bool:
         return self.crowds_few_warps(stage) and stage.params["rope_dim"] == stage.params["head_dim"]
+
+    def tile_rule(self, op: RopeSpec, ctx: ChainContext, tile_columns: int) -> str | None:
+        """A tile holds whole heads, each with its span; or, over the row, its one span (at the row's head or
+        tail, and the row a whole number of tiles)."""
+        if ctx.head_dim is not None:
+            return (
+                None
+                if tile_columns % ctx.head_dim == 0
+                else f"rotates a span in every head of {ctx.head_dim} columns, which a tile of {tile_columns} splits"
+            )
+        return None if op.rope_dim <= tile_columns else f"rotates {op.rope_dim} columns, more than a tile of {tile_columns} holds"
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
         if ctx.head_dim is not None:
