@@ -92,7 +92,8 @@ def _concrete(s: Schedule) -> dict:
         "blk_k": s.blk_k or "auto",
         "prefetch": s.prefetch,
         "joint_reduction": s.joint_reduction,
-        "blocks_per_sm": s.blocks_per_sm or "auto",
+        # A reread program's bound follows from its threads (schedule.REREAD_THREADS_PER_SM), not a hint.
+        "blocks_per_sm": (s.blocks_per_sm if s.variant != "reread" else None) or "auto",
         "ring_slots": s.ring_slots or "auto",
     }
 
@@ -119,7 +120,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         "prefetch": (True, False),
         # "auto": a stream schedule takes the joint reduction wherever the chain allows it (plan.py).
         "joint_reduction": ("auto", True, False),
-        "variant": ("fragment", "stream") if spec.schedule.variant == "auto" else (spec.schedule.variant,),
+        "variant": ("fragment", "stream", "reread") if spec.schedule.variant == "auto" else (spec.schedule.variant,),
         "blocks_per_sm": ("auto", *BLOCKS_PER_SM_CHOICES),
         "ring_slots": ("auto", 3),  # auto: the planner's two slots
     }
@@ -127,7 +128,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     default = plan(spec, "<tune>")
     found = {json.dumps(_concrete(default.schedule), sort_keys=True): Candidate(_concrete(default.schedule), default)}
     own, rule_off = default.schedule, None
-    if own.variant == "stream" and spec.schedule.variant == "auto":
+    if own.variant in ("stream", "reread") and spec.schedule.variant == "auto":
         rule_off = {"variant": "fragment"}
     elif own.block_m > 1 and spec.schedule.block_m == "auto":
         rule_off = {"block_m": 1}

@@ -613,11 +613,6 @@ CASES = {
         6656,
         head_dim=64,
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # schedule.wide_reread: the row read in tiles, the norm's sums from a pass of their own, each tile read
     # again and finished; the RoPE's tail span in the last tile, group scales stored tile by tile.
     "rms_gptj_ue8m0_g64_f16_16384_reread": case(
@@ -637,6 +632,10 @@ PENDING_GPU_CASES: dict = {
         schedule={"variant": "reread"},
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
