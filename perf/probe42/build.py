@@ -52,7 +52,9 @@ def fused_program(threads: int, vector: int, blocks: int, reread):
         return T.Fragment((tile_columns,), forward_thread_fn=tile_thread, forward_index_fn=tile_index)
 '''
 
-RMS_ROPE_QUANT = COMMON + '''
+RMS_ROPE_QUANT = (
+    COMMON
+    + """
     @T.prim_func
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
@@ -108,7 +110,8 @@ RMS_ROPE_QUANT = COMMON + '''
                 QUANT((tiles - 2 - k) * tile_columns)
 
     return fused.with_attr("global_symbol", NAME)
-'''
+"""
+)
 
 QUANT = """for j in T.Parallel(tile_columns):
     row_abs[j] = T.abs(tile[j])
@@ -122,7 +125,9 @@ for j in T.Parallel(tile_columns):
 T.copy(quantized, Q[block, START])
 T.copy(group_scale, Scale[block, (START) // GROUP_SIZE])"""
 
-LN_ROPE = COMMON + '''
+LN_ROPE = (
+    COMMON
+    + """
     @T.prim_func
     def fused(
         X: T.Tensor((m, HIDDEN), "float16"),
@@ -167,7 +172,8 @@ LN_ROPE = COMMON + '''
             T.copy(tile, Y[block, last_tile])
 
     return fused.with_attr("global_symbol", NAME)
-'''
+"""
+)
 
 EXCHANGE = """{name}_thread = T.alloc_fragment((threads,), "float32")
 T.reduce_sum(T.reshape({terms}, (threads, vector)), {name}_thread, dim=1)
@@ -207,7 +213,9 @@ def main(out: Path) -> None:
         (specs / f"{spec}_planner.toml").write_text(text)
     (out / "none.json").write_text("{}")
     build = out / "kernels"
-    subprocess.run([sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(build), "--tuning", str(out / "none.json")], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(build), "--tuning", str(out / "none.json")], check=True
+    )
     for spec in SPECS:
         planner = build / f"{spec}_planner"
         source = (planner / "kernel.py").read_text()
@@ -223,7 +231,11 @@ def main(out: Path) -> None:
             start = source.index("def fused_program(")
             end = source.index("def program_0():")
             text = source[:start] + program.lstrip("\n") + "\n\n" + source[end:]
-            text = re.sub(r"return fused_program\(threads=\d+, vector=8\)", f"return fused_program(threads={threads}, vector=8, blocks={blocks}, reread=T.{loop})", text)
+            text = re.sub(
+                r"return fused_program\(threads=\d+, vector=8\)",
+                f"return fused_program(threads={threads}, vector=8, blocks={blocks}, reread=T.{loop})",
+                text,
+            )
             (target / "kernel.py").write_text(text)
 
 
