@@ -24,9 +24,13 @@ def describe_plan(p: Plan) -> str:
         s = route.schedule
         out += [
             f"  program_{index}, tokens {route.label()}: {schedule_summary(route)} ({route.origin})",
-            f"    vector {s.vector_elems} elements, {'each part' if s.row_split > 1 else 'row'} padded to {s.padded_hidden} columns, "
-            f"{s.elems_per_thread} fp32 values "
-            f"per thread (~{s.register_estimate} registers)",
+            (
+                f"    vector {s.vector_elems} elements, the row in {s.tiles} tiles of {s.padded_hidden // s.tiles} columns, "
+                f"{s.vector_elems} fp32 values per thread at a time (~{s.register_estimate} registers)"
+                if s.variant == "reread"
+                else f"    vector {s.vector_elems} elements, {'each part' if s.row_split > 1 else 'row'} padded to {s.padded_hidden} columns, "
+                f"{s.elems_per_thread} fp32 values per thread (~{s.register_estimate} registers)"
+            ),
             *(f"    - {r}" for r in s.reasons),
         ]
     out += ["", "stages"]
