@@ -142,7 +142,7 @@ def _reread_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     fit an SM than where it holds the whole row from load to store."""
     statistics = [line for stage in route.stages for line in REGISTRY[stage.kind].emit_statistics(stage, frame)]
     each_tile = [*frame.load_row("X", "row"), *_chain(plan, route, frame)]
-    return [*statistics, f"for {TILE} in T.serial(tiles):", *indent(each_tile, 4)]
+    return [*statistics, f"for {TILE} in T.serial({rendered(frame.layout.parts)}):", *indent(each_tile, 4)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool = False) -> list[str]:

@@ -732,10 +732,6 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
     row_split = _checked_row_split(spec, variant, block_m, multiple)
-    if hints.blocks_per_sm != "auto" and variant == "reread":
-        raise ChainError(
-            "schedule.blocks_per_sm", 'variant "reread" takes the blocks its tiles\' registers leave room for; leave it "auto"'
-        )
     few_token_parts = few_token_split(spec) if few_tokens else 1
     if few_token_parts > 1:
         why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"

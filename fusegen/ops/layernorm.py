@@ -116,12 +116,16 @@ def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
         *extent.reduce(frame, "centered_sq", "rstd", "centered_sum"),
         *extent.each_statistic(frame, [f"rstd[{at_stat}] = T.rsqrt({extent.mean(f'rstd[{at_stat}]')} + EPS)"]),
     ]
-    if stage.params["writes_mean"]:
-        lines += extent.store(frame, "Mean", "mean")
-    if stage.params["writes_rstd"]:
-        lines += extent.store(frame, "Rstd", "rstd")
+    lines += _store_statistics(stage, frame)
     lines += [each_column, f"    {value} = {extent.only_inside(frame, affine)}"]
     return lines
+
+
+def _store_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
+    """Mean and rstd out, where the spec asks for them."""
+    extent = Extent.read(stage.params)
+    stores = extent.store(frame, "Mean", "mean") if stage.params["writes_mean"] else []
+    return stores + (extent.store(frame, "Rstd", "rstd") if stage.params["writes_rstd"] else [])
 
 
 def emit_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
@@ -131,7 +135,7 @@ def emit_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
     if not extent.whole_row:
         return []
     value, at = f"row[{frame.at('j')}]", frame.at()
-    lines = [
+    return [
         frame.alloc("centered_sq"),
         frame.alloc("mean"),
         frame.alloc("rstd"),
@@ -141,12 +145,8 @@ def emit_statistics(stage: Stage, frame: KernelFrame) -> list[str]:
         *norm.tile_pass(frame, "centered_sq", f"({value} - mean[{at}]) * ({value} - mean[{at}])"),
         *frame.row_reduce("centered_sq", "rstd", "sum", "centered_sum"),
         f"rstd[{at}] = T.rsqrt({extent.mean(f'rstd[{at}]')} + EPS)",
+        *_store_statistics(stage, frame),
     ]
-    if stage.params["writes_mean"]:
-        lines += extent.store(frame, "Mean", "mean")
-    if stage.params["writes_rstd"]:
-        lines += extent.store(frame, "Rstd", "rstd")
-    return lines
 
 
 def emit_tile(stage: Stage, frame: KernelFrame) -> list[str]:
