@@ -6,6 +6,9 @@ from .emit import schedule_summary
 from .errors import one_line
 from .model import Plan
 
+# A reread program whose finishing pass reuses the statistics pass's loads (Schedule.tiles_held).
+HELD_WORDS = ", the row's words held in registers between the passes"
+
 
 def _shape(dims) -> str:
     return "(" + ", ".join("m" if d.tokens else str(d.size) for d in dims) + ")"
@@ -26,7 +29,7 @@ def describe_plan(p: Plan) -> str:
             f"  program_{index}, tokens {route.label()}: {schedule_summary(route)} ({route.origin})",
             (
                 f"    vector {s.vector_elems} elements, the row in {s.tiles} tiles of {s.padded_hidden // s.tiles} columns, "
-                f"{s.vector_elems} fp32 values per thread at a time (~{s.register_estimate} registers)"
+                f"{s.vector_elems} fp32 values per thread at a time{HELD_WORDS if s.tiles_held else ''} (~{s.register_estimate} registers)"
                 if s.variant == "reread"
                 else f"    vector {s.vector_elems} elements, {'each part' if s.row_split > 1 else 'row'} padded to {s.padded_hidden} columns, "
                 f"{s.elems_per_thread} fp32 values per thread (~{s.register_estimate} registers)"

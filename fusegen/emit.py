@@ -137,12 +137,16 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
 
 def _reread_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
     """A row read in tiles: the stages' passes over the tiles for their whole-row statistics
-    (ops.Op.emit_statistics), then each tile read again, from L2 (the passes read it moments before), and
-    finished by every stage in turn. A tile's registers are all a thread holds of the row, so more blocks
-    fit an SM than where it holds the whole row from load to store."""
+    (ops.Op.emit_statistics), then each tile loaded again and finished by every stage in turn. A tile's
+    fp32 values are all a thread holds of the row at a time, so more blocks fit an SM than where it holds
+    the whole row from load to store. With the tiles held (Schedule.tiles_held) the finishing loop is
+    unrolled: each tile's load is then the statistics pass's load of the same address, which nvcc reuses,
+    so the row's 16-byte words stay in registers and it is read from memory once; otherwise a loop that
+    reads each tile again, from L1/L2 (the passes read it moments before)."""
     statistics = [line for stage in route.stages for line in REGISTRY[stage.kind].emit_statistics(stage, frame)]
     each_tile = [*frame.load_row("X", "row"), *_chain(plan, route, frame)]
-    return [*statistics, f"for {TILE} in T.serial({rendered(frame.layout.parts)}):", *indent(each_tile, 4)]
+    loop = "T.unroll" if route.schedule.tiles_held else "T.serial"
+    return [*statistics, f"for {TILE} in {loop}({rendered(frame.layout.parts)}):", *indent(each_tile, 4)]
 
 
 def _chain(plan: Plan, route: Route, frame: KernelFrame, joint_parameter: bool = False) -> list[str]:
@@ -230,7 +234,7 @@ def schedule_summary(route: Route) -> str:
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
         + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
-        + (f", read in {s.tiles} tiles" if s.variant == "reread" else "")
+        + (f", read in {s.tiles} tiles" + (" held in registers" if s.tiles_held else "") if s.variant == "reread" else "")
         + (f", {s.blocks_per_sm} blocks per SM" if s.variant in ("fragment", "reread") and s.blocks_per_sm > 1 else "")
         + (", side inputs prefetched" if s.prefetch else "")
         + (", joint reduction" if s.joint_reduction else "")
@@ -280,6 +284,11 @@ def _index_bounds(tensors: tuple[Tensor, ...]) -> dict[str, int]:
     return {t.index: t.shape[0].size for t in tensors if t.index is not None}
 
 
+def _finish(s: Schedule) -> str:
+    """How a reread program comes back to its tiles (Schedule.tiles_held)."""
+    return "each tile finished from those loads, held in registers" if s.tiles_held else "then read again to finish it"
+
+
 def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     """What a program factory's body is written for; the numbers it takes as parameters are left out, and
     a switch it takes (FLAGS) is named as one."""
@@ -287,7 +296,7 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     return ", ".join(
         [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
         + (["each row split over row_split blocks"] if s.row_split > 1 else [])
-        + (["the row read a tile at a time, for its statistics and again to finish it"] if s.variant == "reread" else [])
+        + (["the row read a tile at a time for its statistics, " + _finish(s)] if s.variant == "reread" else [])
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
         + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
         + _switch("prefetch", s.prefetch, parameters, "side inputs prefetched")

@@ -297,6 +297,9 @@ class Schedule:
     # reread: the tiles the row is read in, each one vector a thread (hidden / (threads · vector) of them):
     # the statistics' passes read every tile, then each tile is read again and finished
     tiles: int = 1
+    # reread: the finishing pass unrolled, where nvcc then finishes each tile from the words the statistics
+    # pass loaded (the same addresses at constant offsets) instead of reading it again (schedule.REREAD_HELD_TILES)
+    tiles_held: bool = False
     # fragment, prefetched: the staged float32 per-column side inputs lose __restrict__, so ptxas keeps their
     # loads next to the row's (schedule.with_pinned_side_inputs)
     pinned_side_inputs: bool = False

@@ -783,17 +783,54 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
 # what held on both. Tiles are one 16-byte vector a thread (the probe's); at most 512 threads.
 REREAD_THREADS_PER_SM = 1536
 REREAD_MAX_THREADS = 512
+# A reread program finishes its tiles in an unrolled pass where the row is at most this many tiles: each
+# tile's load is then the statistics pass's load of the same address (X is read-only), which nvcc reuses,
+# so the row's words stay in registers (4 a tile: one 16-byte vector) and it is read from memory once.
+# perf/probe44 (H200, 16384 tokens, × copy, the 25 chains of perf/probe43, loop serial → unrolled, outputs
+# bit-identical): where nvcc had kept the serial loop a loop (a branch in its body: RoPE's span) and the
+# words fit, the unrolled pass ran faster — fp16 RMSNorm → RoPE → FP8 16384 (4 tiles) 0.883 → 0.950,
+# LayerNorm → RoPE → FP8 fp16 9216 (3) 0.697 → 0.802, → FP8 fp16 12288 (3) 0.803 → 0.881; at 5 tiles and
+# more the words spilled (RMSNorm → cache RoPE bf16 20480, 5 tiles: 284 bytes, 0.97 → 0.31; float32
+# LayerNorm 14336–16384: 0.66–0.80 → 0.52–0.59). Where nvcc had unrolled the loop itself the PTX and the
+# time are the same either way (13 of 25). One loss at ≤ 4 tiles: fp16 LayerNorm → RoPE 12288 on 512
+# threads (3 tiles, 28 bytes spilled) 0.925 → 0.801, a row LayerNorm now reads on 256 threads (6 tiles).
+REREAD_HELD_TILES = 4
+# A 16-bit row whose statistics take two passes (LayerNorm: the mean, then the centred squares) is read in
+# tiles on at most 256 threads under a bound of four blocks (64 registers): perf/probe45 (H200, 16384 tokens,
+# × copy, every 16-bit LayerNorm chain over a whole row of 6144–16384 columns in two draws of perf/probe23's
+# generator, 12 chains) timed it against the fragment program and the 512-thread bound of three. At 3–6
+# tiles it ran faster on 9 of 10 and even on one (bf16 10240 0.973 → 0.966): bf16 LayerNorm 12288 0.77 →
+# 0.95, fp16 12288 0.83 → 0.96, fp16 LayerNorm → RoPE 12288 0.79 → 0.91, → FP8 12288 0.73 → 0.83, → FP8
+# 6144 0.74 → 0.83, → RoPE 6144 0.80 → 0.90, bf16 8192 0.92 → 0.96; the 512-thread programs spilled or lost
+# on five of them. At 8 tiles (16384 columns) it lost 16 % on bf16 LayerNorm (0.96 → 0.81) and tied on fp16
+# LayerNorm → RoPE → FP8. float32 rows, whose words are their fp32 values, stay on the 512-thread bound:
+# there 256 threads lost on seven of twelve (by up to 27 %). None of the chains had per-head spans or a
+# gathered cos/sin table; the rule leaves those to the rules measured on them.
+REREAD_TWO_PASS_MAX_THREADS = 256
+REREAD_TWO_PASS_THREADS_PER_SM = 1024
+REREAD_TWO_PASS_TILES = range(3, 7)
+
+
+def reread_threads(spec: KernelSpec) -> tuple[int, int, str]:
+    """The most threads a reread program of `spec` takes, the threads an SM its bound leaves, and the probe
+    that measured them (REREAD_MAX_THREADS, REREAD_TWO_PASS_MAX_THREADS)."""
+    context = chain_context(spec)
+    passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
+    if passes >= 2 and DTYPE_BYTES[spec.dtype] == 2:
+        return REREAD_TWO_PASS_MAX_THREADS, REREAD_TWO_PASS_THREADS_PER_SM, "perf/probe45 (16-bit rows, two statistics passes)"
+    return REREAD_MAX_THREADS, REREAD_THREADS_PER_SM, "perf/probe42"
 
 
 def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Schedule:
     """The row read in tiles of one 16-byte vector a thread (hidden a whole number of them, at least two):
-    on the most threads up to REREAD_MAX_THREADS (or `threads_hint`) whose tile every op can run on
-    (ops.Op.tile_rule) and lay out, under a bound of REREAD_THREADS_PER_SM threads an SM. Raises
-    ChainError naming schedule.variant (or schedule.threads) where none can."""
+    on the most threads up to reread_threads' (or `threads_hint`) whose tile every op can run on
+    (ops.Op.tile_rule) and lay out, under its bound of threads an SM. Raises ChainError naming
+    schedule.variant (or schedule.threads) where none can."""
     elem = DTYPE_BYTES[spec.dtype]
     vector = 16 // elem
     context = chain_context(spec)
-    counts = (threads_hint,) if threads_hint else tuple(t for t in reversed(thread_counts(spec)) if t <= REREAD_MAX_THREADS)
+    most_threads, threads_per_sm, measured = reread_threads(spec)
+    counts = (threads_hint,) if threads_hint else tuple(t for t in reversed(thread_counts(spec)) if t <= most_threads)
     refusals = []
     for threads in counts:
         tile = threads * vector
@@ -806,12 +843,18 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             refusals.append(f"tiles of {tile} columns: {'; '.join(refused)}")
             continue
         tiles = spec.hidden // tile
-        blocks = max(1, REREAD_THREADS_PER_SM // threads)
+        blocks = max(1, threads_per_sm // threads)
+        held = tiles <= REREAD_HELD_TILES
+        finish = (
+            f"then each tile finished in an unrolled pass that reuses those loads (at most {REREAD_HELD_TILES} tiles: the row's "
+            f"{4 * tiles} words a thread stay in registers, read once)"
+            if held
+            else f"then each tile read again (from L2: more than {REREAD_HELD_TILES} tiles' words would spill) and finished"
+        )
         reasons = (
             f"variant reread ({why}): the row read in {tiles} tiles of {tile} columns, one {vector * elem}-byte vector a thread of "
-            f"{threads}: a pass over the tiles for the norm's sums, then each tile read again (from L2) and finished, so a "
-            "thread holds one tile's values, not the row's",
-            f"{blocks} blocks per SM (a launch bound): {REREAD_THREADS_PER_SM} threads an SM, what held in perf/probe42",
+            f"{threads}: a pass over the tiles for the norm's sums, {finish}, so a thread holds one tile's fp32 values, not the row's",
+            f"{blocks} blocks per SM (a launch bound): {threads_per_sm} threads an SM, what held in {measured}",
         )
         return Schedule(
             variant="reread",
@@ -824,15 +867,16 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             blk_k=None,
             prefetch=False,
             joint_reduction=False,
-            register_estimate=2 * vector + REGISTERS_BESIDE_ROW,
+            register_estimate=2 * vector + REGISTERS_BESIDE_ROW + (4 * tiles if held else 0),
             reasons=reasons,
             blocks_per_sm=blocks,
             tiles=tiles,
+            tiles_held=held,
         )
     key = "schedule.threads" if threads_hint else "schedule.variant"
     detail = "; ".join(refusals) or (
         f"hidden = {spec.hidden} is not two or more whole tiles of one {vector}-column vector a thread"
-        + (f" of {threads_hint}" if threads_hint else f" of up to {REREAD_MAX_THREADS}")
+        + (f" of {threads_hint}" if threads_hint else f" of up to {most_threads}")
     )
     raise ChainError(key, f'"reread" reads the row in tiles that every op can run on alone; none fits this chain: {detail}')
 
@@ -844,7 +888,8 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
 # fp16 9216 0.86 → 0.97, fp32 RMSNorm → RoPE → FP8 8192 0.87 → 0.96, the rest within −1 … +3 %); plain
 # RMSNorm 10240 on 320 threads spilled 36 bytes and lost 13 %. LayerNorm, whose statistics take two passes
 # (three reads of the row), gained on three 16-bit rows (fp16 LayerNorm → RoPE 12288 0.79 → 0.90, → RoPE →
-# FP8 9216 0.58 → 0.73) and lost 4–57 % on eight (bf16 and float32; three of them spilled 40–156 bytes).
+# FP8 9216 0.58 → 0.73) and lost 4–57 % on eight (bf16 and float32; three of them spilled 40–156 bytes) on
+# those threads; on 256 (REREAD_TWO_PASS_MAX_THREADS) its 16-bit rows of 3–6 tiles gain (perf/probe45).
 REREAD_MAX_FRAGMENT_BLOCKS = 2
 REREAD_STATISTIC_PASSES = 1
 REREAD_MIN_THREADS = 384
@@ -852,7 +897,10 @@ REREAD_MIN_THREADS = 384
 
 def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule | None:
     """The reread schedule variant "auto" takes instead of `fragment` (the planner's route of many tokens),
-    or None (REREAD_MAX_FRAGMENT_BLOCKS, REREAD_STATISTIC_PASSES, REREAD_MIN_THREADS)."""
+    or None: one statistics pass where the fragment program holds the row at REREAD_MAX_FRAGMENT_BLOCKS or
+    fewer and the tiles take REREAD_MIN_THREADS or more; two passes over a 16-bit row that is
+    REREAD_TWO_PASS_TILES tiles on REREAD_TWO_PASS_MAX_THREADS threads (the threads measured), without
+    per-head spans or a gathered table, as the chains it was measured on."""
     if spec.schedule.variant != "auto" or spec.schedule.threads != "auto" or spec.schedule.blocks_per_sm != "auto":
         return None
     if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
@@ -860,12 +908,21 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     held = fragment_blocks_per_sm(fragment, side_inputs)
     context = chain_context(spec)
     passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
-    if held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES:
+    # perf/probe45's chains: whole rows (no per-head spans), no gathered table
+    two_pass = passes == 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
+    if not two_pass and (held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
         return None
+    why = (
+        "variant auto: a 16-bit row whose statistics take two passes"
+        if two_pass
+        else f"variant auto: the fragment program would hold the whole row at {held} block(s) an SM"
+    )
     try:
-        reread = reread_schedule(spec, None, f"variant auto: the fragment program would hold the whole row at {held} block(s) an SM")
+        reread = reread_schedule(spec, None, why)
     except ChainError:
         return None
+    if two_pass:
+        return reread if reread.threads == REREAD_TWO_PASS_MAX_THREADS and reread.tiles in REREAD_TWO_PASS_TILES else None
     return reread if reread.threads >= REREAD_MIN_THREADS else None
 
 

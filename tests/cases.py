@@ -613,18 +613,20 @@ CASES = {
         6656,
         head_dim=64,
     ),
-    # schedule.wide_reread: the row read in tiles, the norm's sums from a pass of their own, each tile read
-    # again and finished; the RoPE's tail span in the last tile, group scales stored tile by tile.
+    # schedule.wide_reread: the row read in tiles, the norm's sums from a pass of their own, each tile
+    # finished from the words that pass loaded (four tiles: held); the RoPE's tail span in the last tile,
+    # group scales stored tile by tile.
     "rms_gptj_ue8m0_g64_f16_16384_reread": case(
-        "RMSNorm → GPT-J RoPE tail 64 → FP8 group 64 ue8m0 over 16384 fp16 columns, read in four tiles of 512 threads",
+        "RMSNorm → GPT-J RoPE tail 64 → FP8 group 64 ue8m0 over 16384 fp16 columns, read in four tiles of 512 threads, held",
         [RMS, rope(64, style="gptj"), quant(64, scale="ue8m0")],
         "float16",
         16384,
         outputs={"y": False, "rstd": True},
     ),
-    # The reread hint on LayerNorm: the mean and the centred squares from two passes over the tiles.
+    # The reread hint on LayerNorm: the mean and the centred squares from two passes over the tiles, each
+    # tile read again to finish it (six tiles: more than are held).
     "ln_neox128_f16_12288_reread": case(
-        "LayerNorm → neox RoPE tail 128 over 12288 fp16 columns read in three tiles (the variant hint), mean and rstd written",
+        "LayerNorm → neox RoPE tail 128 over 12288 fp16 columns read in six tiles of 256 threads (the variant hint), mean and rstd written",
         [LN, rope(128)],
         "float16",
         12288,
@@ -635,7 +637,17 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # schedule.wide_reread on a 16-bit LayerNorm row: 256 threads, three tiles held, Y written beside the
+    # RoPE's head span in the first tile.
+    "ln_neox64_head_bf16_6144_reread_held": case(
+        "LayerNorm → neox RoPE head 64 over 6144 bf16 columns, read in three tiles of 256 threads and held, Y and rstd written",
+        [LN, rope(64, span="head")],
+        "bfloat16",
+        6144,
+        outputs={"rstd": True},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
