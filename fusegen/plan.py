@@ -40,6 +40,7 @@ from .schedule import (
     short_rows,
     wide_reread,
     wide_stream,
+    with_held_tiles,
     with_joint_reduction,
     with_pinned_side_inputs,
     with_prefetch,
@@ -138,12 +139,12 @@ def _route(
     gathering = None if few_tokens else gathering_row(spec, schedule, side_inputs, waits)
     if gathering is not None:
         return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
-    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs)
-    if reread is not None:
-        return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
     streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
         None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
     )
+    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed is not None)
+    if reread is not None:
+        return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
     return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
 
 
@@ -154,7 +155,7 @@ def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
     schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, reductions_after_gather(stages)), side_inputs, stream)
-    schedule = with_pinned_side_inputs(schedule, side_inputs)
+    schedule = with_held_tiles(with_pinned_side_inputs(schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
     if schedule.variant == "stream":

@@ -794,7 +794,29 @@ REREAD_MAX_THREADS = 512
 # LayerNorm 14336–16384: 0.66–0.80 → 0.52–0.59). Where nvcc had unrolled the loop itself the PTX and the
 # time are the same either way (13 of 25). One loss at ≤ 4 tiles: fp16 LayerNorm → RoPE 12288 on 512
 # threads (3 tiles, 28 bytes spilled) 0.925 → 0.801, a row LayerNorm now reads on 256 threads (6 tiles).
+# Held out (perf/probe46): fp16 RMSNorm → RoPE → FP8 14336 0.85 → 0.90, with Y 16384 0.94 → 0.93; bf16
+# RMSNorm → cache RoPE 16384 (four tiles, a gathered cos/sin row beside the words) spilled 92 bytes and ran
+# 0.97 → 0.59, so a row that gathers is read again instead.
 REREAD_HELD_TILES = 4
+
+
+def with_held_tiles(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """A reread program of at most REREAD_HELD_TILES tiles that gathers no table row finishes its tiles in an
+    unrolled pass, from the words its statistics pass loaded; the others read each tile again."""
+    if schedule.variant != "reread":
+        return schedule
+    gathers = any(t.index is not None for t in side_inputs)
+    if schedule.tiles <= REREAD_HELD_TILES and not gathers:
+        words = 4 * schedule.tiles
+        why = (
+            f"the tiles finished in an unrolled pass, each from the words the statistics pass loaded (at most {REREAD_HELD_TILES} "
+            f"tiles: the row's {words} words a thread stay in registers and it is read from memory once)"
+        )
+        return replace(schedule, tiles_held=True, register_estimate=schedule.register_estimate + words, reasons=schedule.reasons + (why,))
+    why = "a gathered cos/sin row beside the held words spilled" if gathers else f"more than {REREAD_HELD_TILES} tiles' words would spill"
+    return replace(schedule, reasons=schedule.reasons + (f"each tile read again to finish it (from L2): {why}",))
+
+
 # A 16-bit row whose statistics take two passes (LayerNorm: the mean, then the centred squares) is read in
 # tiles on at most 256 threads under a bound of four blocks (64 registers): perf/probe45 (H200, 16384 tokens,
 # × copy, every 16-bit LayerNorm chain over a whole row of 6144–16384 columns in two draws of perf/probe23's
@@ -805,7 +827,12 @@ REREAD_HELD_TILES = 4
 # on five of them. At 8 tiles (16384 columns) it lost 16 % on bf16 LayerNorm (0.96 → 0.81) and tied on fp16
 # LayerNorm → RoPE → FP8. float32 rows, whose words are their fp32 values, stay on the 512-thread bound:
 # there 256 threads lost on seven of twelve (by up to 27 %). None of the chains had per-head spans or a
-# gathered cos/sin table; the rule leaves those to the rules measured on them.
+# gathered cos/sin table; the rule leaves those to the rules measured on them. Held out (perf/probe46, seed
+# 46): faster than the fragment program on four of four (fp16 LayerNorm → RoPE 8192 0.59 → 0.94, → RoPE →
+# FP8 12288 0.69 → 0.78, bf16 10240 0.59 → 0.72, bf16 LayerNorm 6144 even); against the stream that
+# schedule.wide_stream plans for FP8-only rows it won two (probe45: → FP8 6144 0.74 → 0.83, 12288 0.73 →
+# 0.83) and lost two (probe46: → FP8 8192 0.86 → 0.83, → RoPE → FP8 8192 0.82 → 0.73), so it leaves the
+# stream its rows.
 REREAD_TWO_PASS_MAX_THREADS = 256
 REREAD_TWO_PASS_THREADS_PER_SM = 1024
 REREAD_TWO_PASS_TILES = range(3, 7)
@@ -844,16 +871,10 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             continue
         tiles = spec.hidden // tile
         blocks = max(1, threads_per_sm // threads)
-        held = tiles <= REREAD_HELD_TILES
-        finish = (
-            f"then each tile finished in an unrolled pass that reuses those loads (at most {REREAD_HELD_TILES} tiles: the row's "
-            f"{4 * tiles} words a thread stay in registers, read once)"
-            if held
-            else f"then each tile read again (from L2: more than {REREAD_HELD_TILES} tiles' words would spill) and finished"
-        )
         reasons = (
             f"variant reread ({why}): the row read in {tiles} tiles of {tile} columns, one {vector * elem}-byte vector a thread of "
-            f"{threads}: a pass over the tiles for the norm's sums, {finish}, so a thread holds one tile's fp32 values, not the row's",
+            f"{threads}: a pass over the tiles for the norm's sums, then each tile finished, so a thread holds one tile's fp32 "
+            "values, not the row's",
             f"{blocks} blocks per SM (a launch bound): {threads_per_sm} threads an SM, what held in {measured}",
         )
         return Schedule(
@@ -867,11 +888,10 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             blk_k=None,
             prefetch=False,
             joint_reduction=False,
-            register_estimate=2 * vector + REGISTERS_BESIDE_ROW + (4 * tiles if held else 0),
+            register_estimate=2 * vector + REGISTERS_BESIDE_ROW,
             reasons=reasons,
             blocks_per_sm=blocks,
             tiles=tiles,
-            tiles_held=held,
         )
     key = "schedule.threads" if threads_hint else "schedule.variant"
     detail = "; ".join(refusals) or (
@@ -895,12 +915,13 @@ REREAD_STATISTIC_PASSES = 1
 REREAD_MIN_THREADS = 384
 
 
-def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule | None:
+def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], streamed: bool) -> Schedule | None:
     """The reread schedule variant "auto" takes instead of `fragment` (the planner's route of many tokens),
     or None: one statistics pass where the fragment program holds the row at REREAD_MAX_FRAGMENT_BLOCKS or
     fewer and the tiles take REREAD_MIN_THREADS or more; two passes over a 16-bit row that is
     REREAD_TWO_PASS_TILES tiles on REREAD_TWO_PASS_MAX_THREADS threads (the threads measured), without
-    per-head spans or a gathered table, as the chains it was measured on."""
+    per-head spans or a gathered table, as the chains it was measured on, and where the stream rules
+    (`streamed`) do not take the row."""
     if spec.schedule.variant != "auto" or spec.schedule.threads != "auto" or spec.schedule.blocks_per_sm != "auto":
         return None
     if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
@@ -910,6 +931,8 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
     # perf/probe45's chains: whole rows (no per-head spans), no gathered table
     two_pass = passes == 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
+    if two_pass and streamed:
+        return None
     if not two_pass and (held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
         return None
     why = (
