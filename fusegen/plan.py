@@ -142,10 +142,11 @@ def _route(
     streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
         None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
     )
-    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed is not None)
+    streamed_route = None if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
+    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed_route.schedule if streamed_route else None)
     if reread is not None:
         return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
-    return route if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
+    return streamed_route or route
 
 
 def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool) -> Route:

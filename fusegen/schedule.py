@@ -828,14 +828,16 @@ def with_held_tiles(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Sche
 # LayerNorm → RoPE → FP8. float32 rows, whose words are their fp32 values, stay on the 512-thread bound:
 # there 256 threads lost on seven of twelve (by up to 27 %). None of the chains had per-head spans or a
 # gathered cos/sin table; the rule leaves those to the rules measured on them. Held out (perf/probe46, seed
-# 46): faster than the fragment program on four of four (fp16 LayerNorm → RoPE 8192 0.59 → 0.94, → RoPE →
-# FP8 12288 0.69 → 0.78, bf16 10240 0.59 → 0.72, bf16 LayerNorm 6144 even); against the stream that
-# schedule.wide_stream plans for FP8-only rows it won two (probe45: → FP8 6144 0.74 → 0.83, 12288 0.73 →
-# 0.83) and lost two (probe46: → FP8 8192 0.86 → 0.83, → RoPE → FP8 8192 0.82 → 0.73), so it leaves the
-# stream its rows.
+# 46): against the fragment program three of four faster (fp16 LayerNorm → RoPE 8192 0.59 → 0.94, → RoPE →
+# FP8 12288 0.69 → 0.78, bf16 10240 0.59 → 0.72, bf16 LayerNorm 6144 even). Against the stream that
+# schedule.wide_stream plans for FP8-only rows it won where the stream held one block an SM (probe45: → FP8
+# 12288 0.73 → 0.83; probe46: → RoPE → FP8 bf16 10240 0.59 → 0.72, fp16 12288 0.69 → 0.78) and lost two of
+# three where it held two (probe46: → FP8 8192 0.86 → 0.83, → RoPE → FP8 8192 0.82 → 0.73; probe45: → FP8
+# 6144 0.74 → 0.83): a stream of one block has nothing else in flight while its block reduces.
 REREAD_TWO_PASS_MAX_THREADS = 256
 REREAD_TWO_PASS_THREADS_PER_SM = 1024
 REREAD_TWO_PASS_TILES = range(3, 7)
+REREAD_OVER_STREAM_BLOCKS = 1
 
 
 def reread_threads(spec: KernelSpec) -> tuple[int, int, str]:
@@ -915,13 +917,13 @@ REREAD_STATISTIC_PASSES = 1
 REREAD_MIN_THREADS = 384
 
 
-def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], streamed: bool) -> Schedule | None:
+def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], streamed: Schedule | None) -> Schedule | None:
     """The reread schedule variant "auto" takes instead of `fragment` (the planner's route of many tokens),
     or None: one statistics pass where the fragment program holds the row at REREAD_MAX_FRAGMENT_BLOCKS or
     fewer and the tiles take REREAD_MIN_THREADS or more; two passes over a 16-bit row that is
     REREAD_TWO_PASS_TILES tiles on REREAD_TWO_PASS_MAX_THREADS threads (the threads measured), without
-    per-head spans or a gathered table, as the chains it was measured on, and where the stream rules
-    (`streamed`) do not take the row."""
+    per-head spans or a gathered table, as the chains it was measured on, and where the stream the rules
+    would take instead (`streamed`) holds at most REREAD_OVER_STREAM_BLOCKS blocks an SM."""
     if spec.schedule.variant != "auto" or spec.schedule.threads != "auto" or spec.schedule.blocks_per_sm != "auto":
         return None
     if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
@@ -931,7 +933,7 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
     # perf/probe45's chains: whole rows (no per-head spans), no gathered table
     two_pass = passes == 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
-    if two_pass and streamed:
+    if two_pass and streamed is not None and streamed.blocks_per_sm > REREAD_OVER_STREAM_BLOCKS:
         return None
     if not two_pass and (held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
         return None
