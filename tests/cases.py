@@ -633,11 +633,6 @@ CASES = {
         outputs={"mean": True, "rstd": True},
         schedule={"variant": "reread"},
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # schedule.wide_reread on a 16-bit LayerNorm row: 256 threads, three tiles held, Y written beside the
     # RoPE's head span in the first tile.
     "ln_neox64_head_bf16_6144_reread_held": case(
@@ -648,6 +643,10 @@ PENDING_GPU_CASES: dict = {
         outputs={"rstd": True},
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
