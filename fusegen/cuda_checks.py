@@ -91,6 +91,17 @@ def unrestricted(source: str, params: list[str]) -> Check:
     return Check("pinned side inputs not __restrict__", ok, ", ".join(f"{p}: {found}" for p, found in declared.items()))
 
 
+def tile_loops(source: str, tiles: int, held: bool) -> Check:
+    """A reread program's loops over its tiles: the statistics passes unrolled (every tile's load in flight),
+    and the finishing pass unrolled where the schedule holds the tiles (Schedule.tiles_held: nvcc then reuses
+    the passes' loads, which it can only where each tile's address is a constant), a loop otherwise."""
+    loops = re.findall(r"(#pragma unroll\s*)?for \(int (tile\w*) = 0; \2 < (\d+); \+\+\2\)", source)
+    unrolled = [bool(pragma) for pragma, _, _ in loops]
+    ok = len(loops) >= 2 and all(int(count) == tiles for _, _, count in loops) and all(unrolled[:-1]) and unrolled[-1] == held
+    shown = ", ".join(f"{name} < {count}{' unrolled' if pragma else ''}" for pragma, name, count in loops)
+    return Check("tile loops: statistics unrolled, finishing " + ("unrolled (held)" if held else "a loop"), ok, shown or "no tile loops")
+
+
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
     """The checks of every program, each against the CUDA compiled from it."""
     programs = plan.programs
@@ -116,6 +127,8 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         checks.append(row_access(source, "Y", s.vector_bytes, "row stores"))
     if s.pinned_side_inputs:
         checks.append(unrestricted(source, [t.param for t in staged_inputs(route.stages) if t.per_column]))
+    if s.variant == "reread":
+        checks.append(tile_loops(source, s.tiles, s.tiles_held))
     for stage in route.stages:
         checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)

@@ -127,3 +127,20 @@ def test_the_scale_check_wants_fmas_not_a_division():
     divided = source.replace(step, "    group_scale[i_3] = (group_scale[i_3] / 0x1.cp+8f/*4.480000e+02*/);")
     assert quant_check_passes(source, "scale by fmas, no division")
     assert not quant_check_passes(divided, "scale by fmas, no division")
+
+
+def test_the_tile_loop_check_wants_the_finishing_pass_unrolled_only_where_held():
+    """The CUDA check of a reread program's tile loops (TileLang writes T.unroll as `#pragma unroll`): the
+    statistics pass unrolled, the finishing pass unrolled exactly where the schedule holds the tiles."""
+    from fusegen.cuda_checks import tile_loops
+
+    statistics = "  #pragma unroll\n  for (int tile = 0; tile < 4; ++tile) {\n  }\n"
+    finishing = "  for (int tile_1 = 0; tile_1 < 4; ++tile_1) {\n  }\n"
+    read_again, held = statistics + finishing, statistics + "  #pragma unroll\n" + finishing
+    assert tile_loops(read_again, 4, held=False).ok
+    assert tile_loops(held, 4, held=True).ok
+    assert not tile_loops(read_again, 4, held=True).ok
+    assert not tile_loops(held, 4, held=False).ok
+    assert not tile_loops(held, 3, held=True).ok  # another tile count than planned
+    assert not tile_loops(finishing.replace("tile_1", "tile"), 4, held=False).ok  # no statistics pass
+    assert not tile_loops(statistics.replace("#pragma unroll", "") + finishing, 4, held=False).ok
