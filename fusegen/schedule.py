@@ -928,19 +928,19 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         return None
     if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
         return None
-    held = fragment_blocks_per_sm(fragment, side_inputs)
+    fragment_blocks = fragment_blocks_per_sm(fragment, side_inputs)
     context = chain_context(spec)
     passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
     # perf/probe45's chains: whole rows (no per-head spans), no gathered table
-    two_pass = passes == 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
+    two_pass = passes >= 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
     if two_pass and streamed is not None and streamed.blocks_per_sm > REREAD_OVER_STREAM_BLOCKS:
         return None
-    if not two_pass and (held > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
+    if not two_pass and (fragment_blocks > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
         return None
     why = (
         "variant auto: a 16-bit row whose statistics take two passes"
         if two_pass
-        else f"variant auto: the fragment program would hold the whole row at {held} block(s) an SM"
+        else f"variant auto: the fragment program would hold the whole row at {fragment_blocks} block(s) an SM"
     )
     try:
         reread = reread_schedule(spec, None, why)
