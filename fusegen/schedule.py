@@ -840,25 +840,37 @@ REREAD_TWO_PASS_TILES = range(3, 7)
 REREAD_OVER_STREAM_BLOCKS = 1
 
 
-def reread_threads(spec: KernelSpec) -> tuple[int, int, str]:
-    """The most threads a reread program of `spec` takes, the threads an SM its bound leaves, and the probe
-    that measured them (REREAD_MAX_THREADS, REREAD_TWO_PASS_MAX_THREADS)."""
+def _two_pass_16_bit(spec: KernelSpec) -> bool:
     context = chain_context(spec)
     passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
-    if passes >= 2 and DTYPE_BYTES[spec.dtype] == 2:
-        return REREAD_TWO_PASS_MAX_THREADS, REREAD_TWO_PASS_THREADS_PER_SM, "perf/probe45 (16-bit rows, two statistics passes)"
-    return REREAD_MAX_THREADS, REREAD_THREADS_PER_SM, "perf/probe42"
+    return passes >= 2 and DTYPE_BYTES[spec.dtype] == 2
+
+
+def reread_threads(spec: KernelSpec) -> int:
+    """The most threads a reread program of `spec` takes unhinted (REREAD_MAX_THREADS,
+    REREAD_TWO_PASS_MAX_THREADS)."""
+    return REREAD_TWO_PASS_MAX_THREADS if _two_pass_16_bit(spec) else REREAD_MAX_THREADS
+
+
+def reread_threads_per_sm(spec: KernelSpec, threads: int) -> tuple[int, str]:
+    """The threads an SM a reread program's launch bound leaves on `threads` threads, and the probe that
+    measured it: 16-bit rows with two statistics passes on up to 256 threads under four blocks of 256
+    (perf/probe45), everything else — those rows on 512 threads too (perf/probe42: bound three 0.93, two
+    0.82) — under three blocks of 512."""
+    if _two_pass_16_bit(spec) and threads <= REREAD_TWO_PASS_MAX_THREADS:
+        return REREAD_TWO_PASS_THREADS_PER_SM, "perf/probe45 (16-bit rows, two statistics passes)"
+    return REREAD_THREADS_PER_SM, "perf/probe42"
 
 
 def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Schedule:
     """The row read in tiles of one 16-byte vector a thread (hidden a whole number of them, at least two):
     on the most threads up to reread_threads' (or `threads_hint`) whose tile every op can run on
-    (ops.Op.tile_rule) and lay out, under its bound of threads an SM. Raises ChainError naming
+    (ops.Op.tile_rule) and lay out, under the bound reread_threads_per_sm gives them. Raises ChainError naming
     schedule.variant (or schedule.threads) where none can."""
     elem = DTYPE_BYTES[spec.dtype]
     vector = 16 // elem
     context = chain_context(spec)
-    most_threads, threads_per_sm, measured = reread_threads(spec)
+    most_threads = reread_threads(spec)
     counts = (threads_hint,) if threads_hint else tuple(t for t in reversed(thread_counts(spec)) if t <= most_threads)
     refusals = []
     for threads in counts:
@@ -872,6 +884,7 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             refusals.append(f"tiles of {tile} columns: {'; '.join(refused)}")
             continue
         tiles = spec.hidden // tile
+        threads_per_sm, measured = reread_threads_per_sm(spec, threads)
         blocks = max(1, threads_per_sm // threads)
         reasons = (
             f"variant reread ({why}): the row read in {tiles} tiles of {tile} columns, one {vector * elem}-byte vector a thread of "

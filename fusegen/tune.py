@@ -92,7 +92,7 @@ def _concrete(s: Schedule) -> dict:
         "blk_k": s.blk_k or "auto",
         "prefetch": s.prefetch,
         "joint_reduction": s.joint_reduction,
-        # A reread program's bound follows from its threads (schedule.reread_threads), not a hint.
+        # A reread program's bound follows from its threads (schedule.reread_threads_per_sm), not a hint.
         "blocks_per_sm": (s.blocks_per_sm if s.variant != "reread" else None) or "auto",
         "ring_slots": s.ring_slots or "auto",
     }

@@ -265,6 +265,10 @@ def test_the_reread_hint_names_what_stops_a_chain():
     hinted = {"variant": "reread"}
     s = planned([LN, rope(128)], "float16", 12288, schedule=hinted)
     assert (s.variant, s.threads, s.blocks_per_sm, s.tiles) == ("reread", 256, 4, 6)
+    # On 512 threads (a hint) a 16-bit LayerNorm row takes the bound of three perf/probe42 measured there
+    # (0.93; two blocks 0.82), not four blocks' worth of 256.
+    s = planned([LN, rope(128)], "float16", 12288, schedule={**hinted, "threads": 512})
+    assert (s.variant, s.threads, s.blocks_per_sm, s.tiles) == ("reread", 512, 3, 3)
     # A float32 LayerNorm row keeps the 512-thread bound of three (perf/probe45: 256 threads lost there).
     s = planned([LN, rope(128)], "float32", 12288, schedule=hinted)
     assert (s.variant, s.threads, s.blocks_per_sm, s.tiles) == ("reread", 512, 3, 6)
