@@ -215,7 +215,7 @@ WIDE_REREAD = [
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads_blocks_tiles"), WIDE_REREAD)
-def test_wide_rows_a_one_pass_norm_holds_at_two_blocks_are_read_twice(ops, dtype, hidden, extra, threads_blocks_tiles):
+def test_wide_rows_are_read_in_tiles_where_measured_faster(ops, dtype, hidden, extra, threads_blocks_tiles):
     s = planned(ops, dtype, hidden, **extra)
     assert (s.variant, s.threads, s.blocks_per_sm, s.tiles, s.vector_bytes, s.prefetch) == ("reread", *threads_blocks_tiles, 16, False)
     assert any(r.startswith("variant reread (variant auto: ") for r in s.reasons)
@@ -239,7 +239,7 @@ def test_a_reread_row_of_at_most_four_tiles_is_finished_from_the_words_its_stati
         assert finishing in source
         # plan.json names the choice only where it is made, as every plan.json before it stays.
         assert ("tiles_held" in plan_as_dict(kernel_plan)["routes"][-1]["schedule"]) == unrolled
-        assert any(("words a thread stay in registers" in r) == unrolled for r in s.reasons)
+        assert any("words a thread stay in registers" in r for r in s.reasons) == unrolled
 
 
 def test_rows_read_twice_only_where_measured():
