@@ -821,7 +821,7 @@ def with_held_tiles(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Sche
 # tiles on at most 256 threads under a bound of four blocks (64 registers): perf/probe45 (H200, 16384 tokens,
 # × copy, every 16-bit LayerNorm chain over a whole row of 6144–16384 columns in two draws of perf/probe23's
 # generator, 12 chains) timed it against the fragment program and the 512-thread bound of three. At 3–6
-# tiles it ran faster on 9 of 10 and even on one (bf16 10240 0.973 → 0.966): bf16 LayerNorm 12288 0.77 →
+# tiles it ran faster on 8 of 10, within 1.3 % on two (bf16 10240 0.973 → 0.966): bf16 LayerNorm 12288 0.77 →
 # 0.95, fp16 12288 0.83 → 0.96, fp16 LayerNorm → RoPE 12288 0.79 → 0.91, → FP8 12288 0.73 → 0.83, → FP8
 # 6144 0.74 → 0.83, → RoPE 6144 0.80 → 0.90, bf16 8192 0.92 → 0.96; the 512-thread programs spilled or lost
 # on five of them. At 8 tiles (16384 columns) it lost 16 % on bf16 LayerNorm (0.96 → 0.81) and tied on fp16
