@@ -840,10 +840,14 @@ REREAD_TWO_PASS_TILES = range(3, 7)
 REREAD_OVER_STREAM_BLOCKS = 1
 
 
-def _two_pass_16_bit(spec: KernelSpec) -> bool:
+def statistic_passes(spec: KernelSpec) -> int:
+    """The passes over a row read in tiles that the chain's statistics of the whole row take (ops.Op.row_statistic_passes)."""
     context = chain_context(spec)
-    passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
-    return passes >= 2 and DTYPE_BYTES[spec.dtype] == 2
+    return sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
+
+
+def _two_pass_16_bit(spec: KernelSpec) -> bool:
+    return statistic_passes(spec) >= 2 and DTYPE_BYTES[spec.dtype] == 2
 
 
 def reread_threads(spec: KernelSpec) -> int:
@@ -942,10 +946,9 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
         return None
     fragment_blocks = fragment_blocks_per_sm(fragment, side_inputs)
-    context = chain_context(spec)
-    passes = sum(REGISTRY[op.kind].row_statistic_passes(op, context) for op in spec.op)
+    passes = statistic_passes(spec)
     # perf/probe45's chains: whole rows (no per-head spans), no gathered table
-    two_pass = passes >= 2 and DTYPE_BYTES[spec.dtype] == 2 and spec.head_dim is None and all(t.index is None for t in side_inputs)
+    two_pass = _two_pass_16_bit(spec) and spec.head_dim is None and all(t.index is None for t in side_inputs)
     if two_pass and streamed is not None and streamed.blocks_per_sm > REREAD_OVER_STREAM_BLOCKS:
         return None
     if not two_pass and (fragment_blocks > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
