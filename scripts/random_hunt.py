@@ -46,20 +46,29 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def hunt(args: argparse.Namespace, rng: random.Random, scratch: Path) -> tuple[int, int]:
-    """Draws until args.count specs are planned, checking each; returns (checked, failed)."""
-    test_widths, model_widths = draws.HIDDENS, tuple(int(w) for w in args.widths.split(","))
-    checked = failed = 0
-    while checked < args.count:
-        draws.HIDDENS = model_widths if rng.random() < 0.5 else test_widths
+def planned_draws(rng: random.Random, hinted: float, widths: tuple[int, ...]):
+    """Yields (drawn spec, checked KernelSpec) for every draw the planner accepts: the test's draws, half
+    of them at `widths`, a share `hinted` keeping their schedule hints. A refusal is printed, not yielded."""
+    test_widths = draws.HIDDENS
+    while True:
+        draws.HIDDENS = widths if rng.random() < 0.5 else test_widths
         spec = draws.draw_valid(rng)
-        if rng.random() < 1 - args.hinted:
+        draws.HIDDENS = test_widths
+        if rng.random() < 1 - hinted:
             spec["schedule"] = {}
         try:
-            kernel = draws.build_path(spec)
+            yield spec, draws.build_path(spec)
         except SpecError as exc:  # a hint the planner cannot meet at this width, as the test allows
             print(f"refused {spec['hidden']}: {exc.key}: {exc}", flush=True)
-            continue
+
+
+def hunt(args: argparse.Namespace, rng: random.Random, scratch: Path) -> tuple[int, int]:
+    """Checks args.count planned draws; returns (checked, failed)."""
+    checked = failed = 0
+    widths = tuple(int(w) for w in args.widths.split(","))
+    for spec, kernel in planned_draws(rng, args.hinted, widths):
+        if checked == args.count:
+            break
         checked += 1
         started = time.monotonic()
         try:
