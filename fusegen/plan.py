@@ -143,7 +143,8 @@ def _route(
         None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
     )
     streamed_route = None if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
-    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed_route.schedule if streamed_route else None)
+    streamed_schedule = streamed_route.schedule if streamed_route else None
+    reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed_schedule, waits.writes_row)
     if reread is not None:
         return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
     return streamed_route or route

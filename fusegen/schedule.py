@@ -929,15 +929,26 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
 # (three reads of the row), gained on three 16-bit rows (fp16 LayerNorm → RoPE 12288 0.79 → 0.90, → RoPE →
 # FP8 9216 0.58 → 0.73) and lost 4–57 % on eight (bf16 and float32; three of them spilled 40–156 bytes) on
 # those threads; on 256 (REREAD_TWO_PASS_MAX_THREADS) its 16-bit rows of 3–6 tiles gain (perf/probe45).
+# One-pass rows are read in tiles only where the kernel writes nothing but FP8 (no Y, no residual_out): the
+# gains above were all such rows; rows writing Y moved −13 … +2 % (perf/probe43, 46), and held out in
+# perf/probe47 plain bf16 RMSNorm 18432 ran 0.26 × copy. perf/probe48 (H200, 16384 tokens, × copy, reread →
+# fragment): plain RMSNorm bf16 15360–20480 0.26–0.55 → 0.98–0.99, fp16 16384 0.50 → 0.99, fp32 13824–24576
+# 0.48–0.84 → 0.94–0.98, bf16 24576 0.26 → 0.80, 12288 (three tiles) 0.96 → 0.93. With nothing after the
+# norm that branches or waits, nvcc unrolls the finishing loop itself and holds every tile's words, which the
+# bound's 40 registers do not hold (ptxas: 132–416 bytes spilled; RMSNorm → RoPE, → rescale, without weight:
+# 52–160); the FP8 chains of the same widths spill nothing.
 REREAD_MAX_FRAGMENT_BLOCKS = 2
 REREAD_STATISTIC_PASSES = 1
 REREAD_MIN_THREADS = 384
 
 
-def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], streamed: Schedule | None) -> Schedule | None:
+def wide_reread(
+    spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], streamed: Schedule | None, writes_row: bool
+) -> Schedule | None:
     """The reread schedule variant "auto" takes instead of `fragment` (the planner's route of many tokens),
     or None: one statistics pass where the fragment program holds the row at REREAD_MAX_FRAGMENT_BLOCKS or
-    fewer and the tiles take REREAD_MIN_THREADS or more; two passes over a 16-bit row that is
+    fewer, the kernel writes no row in the activations' dtype (`writes_row`: Y, residual_out) and the tiles
+    take REREAD_MIN_THREADS or more; two passes over a 16-bit row that is
     REREAD_TWO_PASS_TILES tiles on REREAD_TWO_PASS_MAX_THREADS threads (the threads measured), without
     per-head spans or a gathered table, as the chains it was measured on, and where the stream the rules
     would take instead (`streamed`) holds at most REREAD_OVER_STREAM_BLOCKS blocks an SM."""
@@ -951,7 +962,7 @@ def wide_reread(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     two_pass = _two_pass_16_bit(spec) and spec.head_dim is None and all(t.index is None for t in side_inputs)
     if two_pass and streamed is not None and streamed.blocks_per_sm > REREAD_OVER_STREAM_BLOCKS:
         return None
-    if not two_pass and (fragment_blocks > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES):
+    if not two_pass and (fragment_blocks > REREAD_MAX_FRAGMENT_BLOCKS or passes != REREAD_STATISTIC_PASSES or writes_row):
         return None
     why = (
         "variant auto: a 16-bit row whose statistics take two passes"

@@ -227,7 +227,7 @@ def test_a_reread_row_of_at_most_four_tiles_is_finished_from_the_words_its_stati
     held = {"name": "k", "dtype": "float16", "hidden": 16384, "op": [RMS, rope(64, style="gptj"), quant(64, scale="ue8m0")], **NO_Y}
     five_tiles = {"name": "k", "dtype": "bfloat16", "hidden": 20480, "op": [RMS, quant(128)], **NO_Y}
     # A gathered cos/sin row beside four tiles' words spilled (perf/probe46: 0.97 → 0.59).
-    gathers = {"name": "k", "dtype": "bfloat16", "hidden": 16384, "op": [RMS, rope(64, source="cache", max_position=4096)]}
+    gathers = {"name": "k", "dtype": "bfloat16", "hidden": 16384, "op": [RMS, rope(64, source="cache", max_position=4096), quant(128)], **NO_Y}
     for spec, tiles, unrolled in ((held, 4, True), (five_tiles, 5, False), (gathers, 4, False)):
         kernel_plan = plan(KernelSpec.model_validate(spec), "k.toml")
         s = kernel_plan.routes[-1].schedule
@@ -252,6 +252,12 @@ def test_rows_read_twice_only_where_measured():
     assert planned([LN, quant(64)], "float16", 6144, **NO_Y).variant == "stream"
     # 320 threads (10240 fp16 in four tiles) spilled and lost 13 %.
     assert planned([RMS], "float16", 10240).variant == "fragment"
+    # A row written in the activations' dtype beside it stays whole (perf/probe47–48: plain bf16 RMSNorm 18432
+    # read in tiles spilled 416 bytes and ran 0.26 × copy, 0.99 as the fragment program); FP8 alone is read in tiles.
+    for dtype, hidden in (("bfloat16", 18432), ("float16", 16384), ("float32", 13824)):
+        for ops in ([RMS], [RMS, rope(64)], [RMS, {"kind": "rescale", "factor": 0.5}], [RMS, quant(128)]):
+            assert planned(ops, dtype, hidden).variant == "fragment", (ops, dtype, hidden)
+        assert planned([RMS, quant(128)], dtype, hidden, **NO_Y).variant == "reread"
     # A residual add comes before the norm: its passes would read x alone.
     assert planned([{"kind": "add_residual"}, RMS, quant(128)], "bfloat16", 16384, **NO_Y).variant != "reread"
     # Per-token scales need the amax of the whole row; a fragment holding three blocks or more stays.
