@@ -227,7 +227,13 @@ def test_a_reread_row_of_at_most_four_tiles_is_finished_from_the_words_its_stati
     held = {"name": "k", "dtype": "float16", "hidden": 16384, "op": [RMS, rope(64, style="gptj"), quant(64, scale="ue8m0")], **NO_Y}
     five_tiles = {"name": "k", "dtype": "bfloat16", "hidden": 20480, "op": [RMS, quant(128)], **NO_Y}
     # A gathered cos/sin row beside four tiles' words spilled (perf/probe46: 0.97 → 0.59).
-    gathers = {"name": "k", "dtype": "bfloat16", "hidden": 16384, "op": [RMS, rope(64, source="cache", max_position=4096), quant(128)], **NO_Y}
+    gathers = {
+        "name": "k",
+        "dtype": "bfloat16",
+        "hidden": 16384,
+        "op": [RMS, rope(64, source="cache", max_position=4096), quant(128)],
+        **NO_Y,
+    }
     for spec, tiles, unrolled in ((held, 4, True), (five_tiles, 5, False), (gathers, 4, False)):
         kernel_plan = plan(KernelSpec.model_validate(spec), "k.toml")
         s = kernel_plan.routes[-1].schedule
