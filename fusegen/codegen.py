@@ -28,7 +28,7 @@ HEAD_DIM = "HEAD_DIM"
 DERIVED_EXTENTS = {
     "part_columns": "HIDDEN // row_split  # the width of one part of a row, each part on a block of its own",
     "tile_columns": "HIDDEN // tiles  # the width of one tile of the row: one vector a thread",
-    "row_threads": "threads // block_m  # one block row's threads (whole warps)",
+    "row_threads": "threads // block_m  # one block row's threads",
     "chunks": "{columns} // ({row_threads} * vector)  # vectors each thread holds of a row",
     "warps": "{row_threads} // 32",
 }
@@ -37,7 +37,7 @@ DERIVED_EXTENTS = {
 def layout_functions(row_threads: str, one_row: bool) -> dict[str, list[str]]:
     """The pinned row layout (model.Layout.thread_and_index) as named functions of a factory
     (T.Fragment's forward_thread_fn and forward_index_fn), by name: each block row on `row_threads`
-    threads (whole warps) of its own, whose thread t holds `vector` contiguous columns of every
+    threads of its own, whose thread t holds `vector` contiguous columns of every
     row_threads·vector-column tile of that row, so every warp access is coalesced and 16 bytes wide.
     Defined outside the prim_func, their parameters cannot be taken for the kernel's loop variables. A
     one-row program's row is 1-D: its layout is the per-column inputs' too (KernelFrame.column_layout)."""
@@ -302,30 +302,41 @@ class KernelFrame:
 
         TileLang's T.reduce_* over a whole row halves across warps through shared memory first, two
         barriers per halving above 32 lanes (NOTES.md). Here each thread folds its own values, a warp
-        folds its lanes by shuffles, and one shared-memory exchange combines the warps."""
+        folds its lanes by shuffles, and one shared-memory exchange combines the warps; where rows share
+        warps, shuffles among a row's lanes alone."""
         return [*self.row_partials(source, op, name), *self.exchange(((name, op, result),))]
 
     def row_partials(self, source: str, op: str, name: str) -> list[str]:
-        """Each row of `source` folded into `{name}_thread`: per thread, then across its warp by shuffles,
-        so lane 0 of every warp holds the warp's partial. Relies on the pinned row layout: row i's thread
-        t holds columns t·vector … of row i, `vector` at a time, and a warp holds one row only."""
+        """Each row of `source` folded into `{name}_thread`: per thread, then, where a warp holds one row,
+        across the warp by shuffles, so lane 0 of every warp holds the warp's partial (exchange folds the
+        rest). Relies on the pinned row layout: row i's thread t holds columns t·vector … of row i,
+        `vector` at a time."""
         layout = self.layout
-        threads = rendered(layout.row_threads)
         lanes, thread = partial_buffers(name)
         vectors = layout.rows(layout.chunks, layout.row_threads, layout.vector)
         chunk_axis = len(vectors) - 3
-        return [
+        folded = [
             self.alloc(lanes),
             self.alloc(thread),
             f"T.reduce_{op}(T.reshape({source}, {shape_source(vectors)}), {lanes}, dim={len(vectors) - 1})",
             f"T.reduce_{op}({lanes}, {thread}, dim={chunk_axis})",
-            self.loop(("t", threads)),
+        ]
+        if layout.rows_share_warps:
+            return folded
+        return [
+            *folded,
+            self.loop(("t", rendered(layout.row_threads))),
             f"    {thread}[{self.at('t')}] = T.warp_reduce_{op}({thread}[{self.at('t')}])",
         ]
 
     def exchange(self, partials) -> list[str]:
         """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
-        shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them."""
+        shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them.
+        Where rows share warps, a row's lanes fold their partials by shuffles (TileLang's reduce over the
+        lanes of a row: an xor butterfly inside the warp, every lane left with the result), no barrier."""
+        if self.layout.rows_share_warps:
+            lanes_axis = len(self.layout.rows(self.layout.row_threads)) - 1
+            return [f"T.reduce_{op}({partial_buffers(name)[1]}, {result}, dim={lanes_axis})" for name, op, result in partials]
         warps = rendered(self.layout.warps)
         shared = exchange_buffer(tuple(name for name, _, _ in partials))
         at = self.at()

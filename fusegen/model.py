@@ -34,6 +34,7 @@ class Dim:
 # column starts 16-byte aligned: the layout DeepGEMM's FP8 GEMMs read scales in with TMA
 # (get_tma_aligned_size: align(M, 16 / element size); 4 float32 tokens).
 TMA_ALIGNMENT_BYTES = 16
+WARP_LANES = 32
 
 
 def tokens_per_tma_unit(element_bytes: int) -> int:
@@ -186,10 +187,11 @@ def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row.
 
-    Each row of the block has its own threads, row_threads = threads / block_m of them (whole warps),
+    Each row of the block has its own threads, row_threads = threads / block_m of them (whole warps, or
+    a power of two below a warp where a warp's 16-byte vectors would overrun the row: rows_share_warps),
     and row i's thread t' (block thread i · row_threads + t') holds `vector` contiguous columns of every
     row_tile = row_threads · vector columns of that row: the padded row is a whole number of row tiles.
-    A row's reductions then stay among its own warps, and a thread holds one row's values (its per-row
+    A row's reductions then stay among its own threads, and a thread holds one row's values (its per-row
     statistics and cos/sin once), however many rows the block has.
 
     A row split over `parts` blocks (Schedule.row_split) is laid out the same way in each part: `hidden`
@@ -224,9 +226,16 @@ class Layout:
         return Extent(self.padded_hidden // self.row_tile, "chunks")
 
     @property
+    def rows_share_warps(self) -> bool:
+        """Whether a warp holds several rows, each on a power-of-two group of its lanes: a row's reductions
+        then end in shuffles among those lanes, with nothing to exchange across warps."""
+        return self.row_threads < WARP_LANES
+
+    @property
     def warps(self) -> Extent:
-        """The warps of one block row."""
-        return Extent(self.row_threads // 32, "warps")
+        """The warps of one block row (whole warps: not where rows share warps)."""
+        assert not self.rows_share_warps, "rows that share a warp have no warps of their own"
+        return Extent(self.row_threads // WARP_LANES, "warps")
 
     def columns_held(self, row_thread: int) -> list[int]:
         """The columns of its block row that a row thread holds, in register order: one vector of each row

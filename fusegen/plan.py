@@ -194,7 +194,7 @@ def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last
     scratch += tuple(replace(b, owner=_owner(s)) for s in stages for b in s.scratch)
     schedule = with_joint_reduction(spec, schedule, stages)
     scratch += reduction_buffers(schedule, stages, layout)
-    if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages):
+    if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages, layout):
         first = next(k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged"))
         why = scratch[first].why.replace(
             "(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)"
@@ -228,12 +228,16 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
     )
 
 
-def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, ...]) -> bool:
+def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> bool:
     """Whether per-token side inputs staged in shared memory are read before the row's first exchange,
-    whose barrier would otherwise order them too."""
+    whose barrier would otherwise order them too. Where rows share warps their reductions end in shuffles,
+    and the first barrier is a stage's own shared round trip (a RoPE span), taken before that stage reads."""
     if not schedule.prefetch:
         return False
     readers = [k for k, s in enumerate(stages) if any(t.shape[0].tokens for t in staged_inputs((s,)))]
+    if layout.rows_share_warps:
+        round_trips = [k for k, s in enumerate(stages) if any(b.barrier for b in s.scratch)]
+        return bool(readers) and (not round_trips or min(readers) < min(round_trips))
     crossing = [k for k, s in enumerate(stages) if any(r.partials for r in s.reductions)]
     if schedule.joint_reduction:
         span = joint_span(stages)
@@ -246,10 +250,10 @@ def _owner(stage: Stage) -> str:
 
 
 def reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> tuple[Scratch, ...]:
-    """The buffers of the row reductions that cross warps: each thread's partials, folded across its warp
+    """The buffers of the row reductions that cross threads: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
-    of a joint span."""
-    threads, chunks, warps = layout.row_threads, layout.chunks, layout.warps
+    of a joint span. Where rows share warps the shuffles among a row's lanes end the reduction: no exchange."""
+    threads, chunks = layout.row_threads, layout.chunks
     buffers = []
     exchanges = []
     for stage in stages:
@@ -271,11 +275,14 @@ def reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Lay
                     "fragment",
                     layout.rows(threads),
                     "float32",
-                    f"{r.name}: each thread's partial, then its warp's (by shuffles)",
+                    f"{r.name}: each thread's partial, then its " + ("row's" if layout.rows_share_warps else "warp's") + " (by shuffles)",
                     _owner(stage),
                 ),
             ]
             exchanges.append((stage, r))
+    if layout.rows_share_warps:
+        return tuple(buffers)
+    warps = layout.warps
     if schedule.joint_reduction:
         opening, closing = joint_span(stages)
         joint = [(s, r) for s, r in exchanges if s.index in (stages[opening].index, stages[closing].index)]

@@ -66,6 +66,21 @@ def thread_counts(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(sorted(set(POWER_OF_TWO_THREADS) | exact))
 
 
+def narrow_row(spec: KernelSpec) -> bool:
+    """Whether a row has fewer 16-byte vectors than a warp has lanes: on a warp of its own it would leave
+    lanes idle (or pad to a warp's vectors), so the rows of a block may share warps (model.Layout)."""
+    return spec.hidden * DTYPE_BYTES[spec.dtype] < WARP_THREADS * 16
+
+
+def row_threads_allowed(threads: int, block_m: int, share_warps: bool) -> bool:
+    """Whether `threads` give each of `block_m` rows threads of its own: whole warps, or, where rows may
+    share warps, a power-of-two group of a warp's lanes (a row's shuffles then stay inside its group)."""
+    if threads % WARP_THREADS or threads % block_m:
+        return False
+    row_threads = threads // block_m
+    return row_threads % WARP_THREADS == 0 or (share_warps and power_of_two(row_threads))
+
+
 def _row_schedule(
     spec: KernelSpec,
     block_m: int,
@@ -74,19 +89,21 @@ def _row_schedule(
     row_split: int = 1,
     split_by: str = "the row_split hint",
     threads_by: str = "as the threads hint asks",
+    share_warps: bool = False,
 ) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
     (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
     blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked;
-    `threads_by` why `threads_hint` is the thread count)."""
+    `threads_by` why `threads_hint` is the thread count). `share_warps`: block rows may take part of a
+    warp each (row_threads_allowed)."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
     refused_by_ops = False  # a layout within the register limit that an op's layout rule refused
     for threads in (threads_hint,) if threads_hint else thread_counts(spec):
-        if threads % (WARP_THREADS * block_m):
-            continue  # every block row takes whole warps of its own (model.Layout)
+        if not row_threads_allowed(threads, block_m, share_warps):
+            continue  # every block row takes threads of its own (model.Layout)
         vector = 16 // elem
         while vector >= 1:
             tile = threads // block_m * vector  # the row tile: one block row's threads × vector
@@ -173,9 +190,15 @@ def _row_schedule(
         )
     if block_m > 1:
         row_threads = threads // block_m
+        own = (
+            f"{row_threads} lanes of a warp, {WARP_THREADS // row_threads} rows a warp"
+            if row_threads < WARP_THREADS
+            else f"{row_threads // WARP_THREADS} warp(s)"
+        )
         reasons.append(
-            f"{block_m} rows per block, each on {row_threads} threads ({row_threads // WARP_THREADS} warp(s)) of its own: a thread "
-            "holds one row's values, and a row's reductions stay among its warps"
+            f"{block_m} rows per block, each on {row_threads} threads ({own}) of its own: a thread holds one row's values, and a "
+            "row's reductions stay among its threads"
+            + (" (shuffles among its lanes, no exchange across warps)" if row_threads < WARP_THREADS else "")
         )
     if padded != n:
         reasons.append(
@@ -721,16 +744,18 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
         raise ChainError("schedule.blocks_per_sm", f'applies to variant = "stream" or "fragment", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:
         raise ChainError("schedule.block_m", f'variant "stream" takes one row per step: block_m must be "auto" or 1, got {block_m}')
-    if threads and threads % (WARP_THREADS * block_m):
-        raise ChainError(
-            "schedule.threads",
-            f"with block_m = {block_m} every row of a block takes whole warps of its own: threads must be a multiple of "
-            f"{WARP_THREADS * block_m}, got {threads}",
-        )
-    multiple = columns_multiple(spec)
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
+    share_warps = variant in ("auto", "fragment") and narrow_row(spec)
+    if threads and not row_threads_allowed(threads, block_m, share_warps):
+        narrow = f", or a power of two below {WARP_THREADS} (this row is narrower than a warp's 16-byte vectors)" if share_warps else ""
+        raise ChainError(
+            "schedule.threads",
+            f"with block_m = {block_m} each row of a block takes threads / block_m threads of its own, whole warps{narrow}: "
+            f"got {threads} threads, {threads / block_m:g} a row",
+        )
+    multiple = columns_multiple(spec)
     row_split = _checked_row_split(spec, variant, block_m, multiple)
     few_token_parts = few_token_split(spec) if few_tokens else 1
     if few_token_parts > 1:
@@ -751,7 +776,7 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
         if variant == "splitk":
             return _splitk_schedule(spec, block_m, threads, hints.blk_k)
     try:
-        schedule = _row_schedule(spec, block_m, threads, multiple, row_split)
+        schedule = _row_schedule(spec, block_m, threads, multiple, row_split, share_warps=share_warps)
     except ChainError:
         if variant == "auto" and len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], "splitk"):
             return _splitk_schedule(spec, block_m, threads, "auto")
@@ -1411,12 +1436,15 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
     row or the hints pin the layout."""
     hints = spec.schedule
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
-    block_m = short_rows_block_m(row_bytes, waits.gathers > 0, one_row.elems_per_thread)
+    # A narrow row shares a warp with others (narrow_row): its threads hold a few values however many rows
+    # the block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
+    narrow = narrow_row(spec)
+    block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread)
     if (
         block_m == 1
         or hints.variant not in ("auto", "fragment")
         or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
-        or block_m * one_row.threads > SM_THREADS // 2
+        or (not narrow and block_m * one_row.threads > SM_THREADS // 2)
     ):
         return None
     why = (
@@ -1425,9 +1453,12 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
     )
     try:
         _check_blocks_count_tokens(spec, block_m)
-        return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
+        if not narrow:
+            return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
+        shared = _row_schedule(spec, block_m, None, columns_multiple(spec), share_warps=True)
     except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
         return None
+    return replace(shared, reasons=shared.reasons + (why,))
 
 
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching

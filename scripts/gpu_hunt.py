@@ -4,7 +4,8 @@ token counts that reach every program of its routes and their edges — fresh in
 spec's tolerances (checking.run_and_compare) — and, where the chain writes residual_out, once more with the
 residual input passed as residual_out (the in-place update servers make).
 
-    python scripts/gpu_hunt.py draw COUNT DIR [--seed N] [--hinted SHARE]   (here: DIR/specs, DIR/kernels)
+    python scripts/gpu_hunt.py draw COUNT DIR [--seed N] [--hinted SHARE] [--widths W,W,...] [--narrow]
+                                                                            (here: DIR/specs, DIR/kernels)
     python scripts/gpu_hunt.py check DIR [DIR ...] [--jobs N]               (on the GPU machine)
 
 `draw` writes the specs and runs `fusegen build DIR/specs --out DIR/kernels` in DIR (no tuning file there,
@@ -31,15 +32,17 @@ LARGEST_CHECKED = 16384  # a spec pinned to more tokens than this is drawn again
 CHECKED_TOKENS = (1, 3, 37, 255, 4096)
 
 
-def draw(count: int, directory: Path, seed: int, hinted: float) -> int:
+def draw(count: int, directory: Path, seed: int, hinted: float, widths: tuple[int, ...], narrow: bool) -> int:
     from test_injection import dump
+
+    from fusegen.schedule import narrow_row
 
     rng = random.Random(seed)
     specs = directory / "specs"
     specs.mkdir(parents=True)
     written = 0
-    for spec, _ in random_hunt.planned_draws(rng, hinted, random_hunt.MODEL_WIDTHS):
-        if spec.get("tokens", 0) > LARGEST_CHECKED:
+    for spec, kernel in random_hunt.planned_draws(rng, hinted, widths):
+        if spec.get("tokens", 0) > LARGEST_CHECKED or (narrow and not narrow_row(kernel)):
             continue
         spec["name"] = f"hunt_{seed}_{written:03d}"
         (specs / f"{spec['name']}.toml").write_text(dump(spec))
@@ -119,12 +122,18 @@ def main() -> int:
     drawing.add_argument("directory", type=Path)
     drawing.add_argument("--seed", type=int, default=int.from_bytes(os.urandom(4), "little"))
     drawing.add_argument("--hinted", type=float, default=0.3, help="share of draws that keep their schedule hints")
+    drawing.add_argument(
+        "--widths",
+        default=",".join(map(str, random_hunt.MODEL_WIDTHS)),
+        help="comma-separated hidden sizes half the draws take (the others: the random-spec test's)",
+    )
+    drawing.add_argument("--narrow", action="store_true", help="keep only rows narrower than a warp's 16-byte vectors")
     checking = commands.add_parser("check")
     checking.add_argument("directories", type=Path, nargs="+")
     checking.add_argument("--jobs", type=int, default=8)
     args = parser.parse_args()
     if args.command == "draw":
-        return draw(args.count, args.directory, args.seed, args.hinted)
+        return draw(args.count, args.directory, args.seed, args.hinted, tuple(int(w) for w in args.widths.split(",")), args.narrow)
     return check(args.directories, args.jobs)
 
 

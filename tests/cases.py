@@ -646,7 +646,31 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # schedule.narrow_row: rows narrower than a warp's 16-byte vectors share warps, each on a power-of-two
+    # group of lanes whose shuffles end its reductions (no exchange, no barrier).
+    "add_rms_g32_bf16_64_shared_warps": case(
+        "x + residual → RMSNorm → FP8 group 32 over 64 bf16 columns, 16 rows a block on two lanes each, residual_out and rstd written",
+        [ADD, RMS, quant(32)],
+        "bfloat16",
+        64,
+        outputs={"y": False, "residual": True, "rstd": True},
+    ),
+    "ln_neox32_f32_96_shared_warps": case(
+        "LayerNorm → neox RoPE tail 32 over 96 float32 columns, eight rows a block on four lanes each, mean and rstd written",
+        [LN, rope(32)],
+        "float32",
+        96,
+        outputs={"mean": True, "rstd": True},
+    ),
+    "qk_norm_cache_rope_token_f16_128_shared_warps": case(
+        "per-head RMSNorm → neox cache RoPE → per-token FP8 over two heads of 64 in 128 fp16 columns, rows sharing warps",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=4096), quant()],
+        "float16",
+        128,
+        head_dim=64,
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

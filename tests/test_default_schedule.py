@@ -155,6 +155,45 @@ def test_several_rows_a_block_never_stream():
     assert {(r.schedule.variant, r.schedule.block_m) for r in plan(spec, "k.toml").routes} == {("fragment", 2)}
 
 
+# (chain, dtype, hidden, extra, rows a block, lanes a row): rows with fewer 16-byte vectors than a warp has
+# lanes, which a warp each padded (perf/probe47's 64-column rows: 0.22–0.42 × copy).
+NARROW_ROWS = [
+    pytest.param([RMS, quant(32)], "bfloat16", 64, NO_Y, 16, 2, id="bf16 64 fp8-only"),
+    pytest.param([{"kind": "add_residual"}, LN], "float16", 64, {}, 16, 2, id="fp16 64 add ln"),
+    pytest.param([RMS], "float32", 64, {}, 8, 4, id="fp32 64"),
+    pytest.param([LN, rope(64)], "bfloat16", 128, {}, 8, 4, id="bf16 128 ln rope"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 128, {}, 8, 4, id="fp16 128 gathers"),
+    pytest.param([RMS], "bfloat16", 192, {}, 4, 8, id="bf16 192: three vectors on eight lanes"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows", "lanes"), NARROW_ROWS)
+def test_rows_narrower_than_a_warp_share_it(ops, dtype, hidden, extra, rows, lanes):
+    """schedule.narrow_row: as many rows a block as 2 KB holds (gathering or not), each on a power-of-two
+    group of a warp's lanes, 16-byte vectors and no padding; the block whole warps."""
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.block_m, s.threads // s.block_m, s.vector_bytes, s.padded_hidden) == ("fragment", rows, lanes, 16, hidden)
+    assert s.threads % 32 == 0
+    assert any(f"{32 // lanes} rows a warp" in r for r in s.reasons)
+
+
+@pytest.mark.parametrize(("dtype", "hidden"), [("bfloat16", 256), ("float16", 512), ("float32", 128)])
+def test_rows_of_a_warps_vectors_keep_whole_warps(dtype, hidden):
+    s = planned([RMS], dtype, hidden)
+    assert s.block_m > 1 and (s.threads // s.block_m) % 32 == 0
+
+
+def test_a_narrow_row_takes_a_hinted_group_of_lanes_and_a_wide_one_refuses_it():
+    s = planned([RMS], "bfloat16", 64, schedule={"threads": 128, "block_m": 16})
+    assert (s.block_m, s.threads) == (16, 128)
+    with pytest.raises(ChainError, match=r"whole warps: got 128 threads, 8 a row") as refused:
+        planned([RMS], "bfloat16", 512, schedule={"threads": 128, "block_m": 16})
+    assert refused.value.key == "schedule.threads"
+    # The naive variant's shared row is read by whole warps: a narrow row under it keeps them.
+    with pytest.raises(ChainError, match="whole warps: got"):
+        planned([RMS], "bfloat16", 64, schedule={"variant": "naive", "threads": 128, "block_m": 16})
+
+
 @pytest.mark.parametrize("ops", [[LN], [RMS, rope()], [RMS, quant()], [LN, rope(), quant(64)]])
 @pytest.mark.parametrize("hidden", [1024, 1536, 2048, 4096])
 def test_rows_of_2_kb_and_more_keep_one_row_per_block(ops, hidden):

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from cases import CASES, ROUTED, ROUTED_CASES, spec_for
+from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
 
 from fusegen.build import display_path, plan_spec
 from fusegen.checking import import_plan
+from fusegen.compile import cuda_sources
 from fusegen.emit import program_sources
 from fusegen.plan import plan
 from fusegen.spec import KernelSpec, load_spec
@@ -57,7 +58,8 @@ def assert_allocations_planned(p, module):
         )
 
 
-VARIED = [(name, ()) for name in CASES] + [(name, ROUTED) for name in ROUTED_CASES]
+EVERY_CASE = sorted({**CASES, **PENDING_GPU_CASES})
+VARIED = [(name, ()) for name in EVERY_CASE] + [(name, ROUTED) for name in ROUTED_CASES]
 
 
 @pytest.mark.parametrize("name,tuned", VARIED, ids=[n + ("-routed" if t else "") for n, t in VARIED])
@@ -78,6 +80,34 @@ def test_committed_cuda_has_the_planned_barriers(path):
     sources = program_sources((ROOT / "generated" / p.name / "kernel.cu").read_text())
     for served, source in zip(p.programs, sources):
         assert source.count("__syncthreads()") == served[0].barriers_per_row, served[0].label()
+
+
+def _case_plan(name: str):
+    return plan(KernelSpec.model_validate(spec_for(name)), name)
+
+
+def _shares_warps(p, route) -> bool:
+    return route.schedule.layout(p.hidden).rows_share_warps
+
+
+SHARING_WARPS = [name for name in EVERY_CASE if any(_shares_warps(p, route) for p in (_case_plan(name),) for route in p.routes)]
+
+
+@pytest.mark.parametrize("name", SHARING_WARPS)
+def test_rows_that_share_warps_reduce_by_their_lanes_shuffles(name, tmp_path):
+    """A program whose rows share warps plans no exchange, and its CUDA has exactly the barriers the plan
+    lists (a gather's staging, a shared RoPE span: none for the reductions), each row reduction folded by
+    shuffles among the row's lanes."""
+    p = _case_plan(name)
+    sources = cuda_sources(sys.modules[import_plan(p, tmp_path).__name__ + ".kernel"])
+    shared = [(served[0], source) for served, source in zip(p.programs, sources) if _shares_warps(p, served[0])]
+    assert shared
+    for route, source in shared:
+        assert source.count("__syncthreads()") == route.barriers_per_row, route.label()
+        assert not any(b.name.endswith("_warps") for b in route.scratch), route.label()
+        lanes = route.schedule.threads // route.schedule.block_m
+        assert f"AllReduce<tl::SumOp, {lanes}, 1," in source or f"AllReduce<tl::MaxOp, {lanes}, 1," in source, route.label()
+        assert "warp_reduce" not in source, route.label()
 
 
 def test_an_unplanned_buffer_is_refused():

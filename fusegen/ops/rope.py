@@ -15,10 +15,9 @@ from pydantic import Field
 
 from ..codegen import HEAD_DIM, TILE, KernelFrame, all_of, indent, shape_source
 from ..cuda_checks import Check
-from ..model import Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
+from ..model import WARP_LANES, Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
-WARP_LANES = 32
 ALL_LANES = (1 << WARP_LANES) - 1
 # The seed's small shape rotates 32 columns (of 256), from a cache of at most 64 positions.
 SMALL_ROPE_DIM = 32
