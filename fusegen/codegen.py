@@ -336,7 +336,10 @@ class KernelFrame:
         lanes of a row: an xor butterfly inside the warp, every lane left with the result), no barrier."""
         if self.layout.rows_share_warps:
             lanes_axis = len(self.layout.rows(self.layout.row_threads)) - 1
-            return [f"T.reduce_{op}({partial_buffers(name)[1]}, {result}, dim={lanes_axis})" for name, op, result in partials]
+            return [
+                "# a row's lanes share their warp with other rows': they fold their partials by shuffles, no barrier",
+                *(f"T.reduce_{op}({partial_buffers(name)[1]}, {result}, dim={lanes_axis})" for name, op, result in partials),
+            ]
         warps = rendered(self.layout.warps)
         shared = exchange_buffer(tuple(name for name, _, _ in partials))
         at = self.at()

@@ -41,8 +41,8 @@ def draw(count: int, directory: Path, seed: int, hinted: float, widths: tuple[in
     specs = directory / "specs"
     specs.mkdir(parents=True)
     written = 0
-    for spec, kernel in random_hunt.planned_draws(rng, hinted, widths):
-        if spec.get("tokens", 0) > LARGEST_CHECKED or (narrow and not narrow_row(kernel)):
+    for spec, checked in random_hunt.planned_draws(rng, hinted, widths):
+        if spec.get("tokens", 0) > LARGEST_CHECKED or (narrow and not narrow_row(checked)):
             continue
         spec["name"] = f"hunt_{seed}_{written:03d}"
         (specs / f"{spec['name']}.toml").write_text(dump(spec))
