@@ -9,12 +9,12 @@ import math
 from dataclasses import replace
 
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, Reduction, RowWaits, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, WARP_LANES, Reduction, RowWaits, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
 from .spec import KernelSpec, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
-WARP_THREADS = 32
+WARP_THREADS = WARP_LANES
 THREAD_CHOICES = tuple(range(WARP_THREADS, 1025, WARP_THREADS))
 POWER_OF_TWO_THREADS = (32, 64, 128, 256, 512, 1024)
 # fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
@@ -1455,10 +1455,10 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
         _check_blocks_count_tokens(spec, block_m)
         if not narrow:
             return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
-        shared = _row_schedule(spec, block_m, None, columns_multiple(spec), share_warps=True)
+        sharing = _row_schedule(spec, block_m, None, columns_multiple(spec), share_warps=True)
     except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
         return None
-    return replace(shared, reasons=shared.reasons + (why,))
+    return replace(sharing, reasons=sharing.reasons + (why,))
 
 
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching

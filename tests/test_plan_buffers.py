@@ -90,7 +90,12 @@ def _shares_warps(p, route) -> bool:
     return route.schedule.layout(p.hidden).rows_share_warps
 
 
-SHARING_WARPS = [name for name in EVERY_CASE if any(_shares_warps(p, route) for p in (_case_plan(name),) for route in p.routes)]
+def _any_route_shares_warps(name: str) -> bool:
+    p = _case_plan(name)
+    return any(_shares_warps(p, route) for route in p.routes)
+
+
+SHARING_WARPS = [name for name in EVERY_CASE if _any_route_shares_warps(name)]
 
 
 @pytest.mark.parametrize("name", SHARING_WARPS)
