@@ -1141,7 +1141,11 @@ WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
 WIDE_STREAM_MIN_WAITS = 2
 WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
 WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
-WIDE_STREAM_GATHER_MIN_BLOCKS = 2
+# A stream of one block an SM has nothing to run while that block reduces, and lost wherever it was timed:
+# the gathering rows above (−23 %), cache RoPE at 12288 and 16384 columns (−15–25 %, perf/probe26), add →
+# LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.62 × copy streamed, 0.96 as the fragment
+# program on two blocks, perf/probe50). A row whose stream holds only one block stays a fragment program.
+STREAM_MIN_BLOCKS = 2
 
 
 def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
@@ -1197,7 +1201,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     )
     streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
     sized = _sized_stream(spec, streamed, side_inputs, waits)
-    if sized is None or (waits.writes_row and sized.blocks_per_sm < WIDE_STREAM_GATHER_MIN_BLOCKS):
+    if sized is None or sized.blocks_per_sm < STREAM_MIN_BLOCKS:
         return None
     return streamed
 
@@ -1358,7 +1362,7 @@ def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ..
 # causes, which the rule now leaves out. On four warps (3072–5120 columns) the fp32 fragment program had
 # held 128-column cache rows staged at 0.94–1.00 and lost 7–17 % streamed, where after 64-column rows the
 # stream gained 6–16 % in six of seven; and a stream of one block an SM (bf16 QK-norm 12288 on 512
-# threads) lost 13 %, as wide_stream's gathering rows had on one block (WIDE_STREAM_GATHER_MIN_BLOCKS).
+# threads) lost 13 %, as wide_stream's gathering rows had on one block (STREAM_MIN_BLOCKS).
 # A second draw (perf/probe35, 30 specs): 25 faster, 2 slower by 7 % — fp32 rows that write Y as well,
 # as six of the eight such rows across both draws did (the other two within 2 %), where those without Y
 # gained up to 46 %: the fragment program's stores keep the memory busy through its waits, as wide_stream
@@ -1398,7 +1402,7 @@ def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Te
         return None
     streamed = replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream on the planner's threads: {why}",))
     sized = _sized_stream(spec, streamed, side_inputs, waits)
-    return streamed if sized is not None and sized.blocks_per_sm >= WIDE_STREAM_GATHER_MIN_BLOCKS else None
+    return streamed if sized is not None and sized.blocks_per_sm >= STREAM_MIN_BLOCKS else None
 
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32

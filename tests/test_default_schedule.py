@@ -220,6 +220,14 @@ WIDE_KEPT = [
     pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, {}, id="gather one stream block 0.85 vs 0.66"),
     pytest.param([RMS, CACHE_ROPE], "float16", 10240, {}, id="gather read where used 0.92 vs 0.90"),
     pytest.param([RMS, rope(), quant(128)], "float16", 5120, NO_Y, id="one wait 0.95 vs 0.86"),
+    # Its stream would hold one block an SM (STREAM_MIN_BLOCKS): perf/probe50.
+    pytest.param(
+        [{"kind": "add_residual"}, LN, quant(fp8="e5m2", scale_layout="column")],
+        "bfloat16",
+        10240,
+        {"outputs": {"y": False, "residual": False}},
+        id="one stream block 0.96 vs 0.62",
+    ),
 ]
 
 
