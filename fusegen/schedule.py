@@ -35,6 +35,16 @@ MIN_GOOD_ELEMS_PER_THREAD = 24
 # taking 189 registers). Three are enough: at 2304, 96 threads × three vectors beat 64 × five padded by
 # 9–60 % on three of four chains and tied on the fourth.
 MIN_GOOD_VECTORS_PER_THREAD = 3
+# A row on a group of a warp's lanes (rows sharing warps) pays no barrier and no exchange per reduction, only
+# a few shuffles among its lanes, so the fixed costs that favour full threads above are small there; what
+# counts is how many loads an SM keeps in flight. Timed on the H200 (perf/probe50, at the sweep's counts):
+# 64-column 16-bit rows, 16 a block, on four lanes holding 16 values each ran 0.97–1.04 × copy, on two
+# holding 32 0.82–0.97 (add → LayerNorm with Y 0.83 → 0.98, add → rescale → RoPE → FP8 0.82 → 1.04), on
+# eight holding 8 0.88–1.05 (slower than four on three of the four). Held out, 16 values against 32 on
+# twelve 16-bit chains of 64–240 columns: seven faster by 6–91 %, four slower by 1–4.5 %, one even.
+# float32 rows, planned at 16 values a lane before, ran 0.99–1.55 × copy; at 8 (the same bytes a lane as
+# the 16-bit winners) within 1 % on four and 15 % slower on one: the target is in values, not bytes.
+SHARED_WARP_ELEMS_PER_THREAD = 16
 # A row may be padded by up to 1 / MAX_PADDING_SHARE of its width to keep 16-byte accesses.
 MAX_PADDING_SHARE = 8
 SHARED_BYTES_LIMIT = 48 * 1024
@@ -121,6 +131,8 @@ def _row_schedule(
             usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads // block_m) for op in spec.op)
             refused_by_ops |= per_thread <= HARD_ELEMS_PER_THREAD and n % vector == 0 and not usable
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
+                sharing = threads // block_m < WARP_THREADS
+                target = SHARED_WARP_ELEMS_PER_THREAD if sharing else TARGET_ELEMS_PER_THREAD
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
                     # Padding costs registers and idle lanes, not DRAM bytes (masked): up to an eighth of the
@@ -131,7 +143,7 @@ def _row_schedule(
                     # docs/bench/tune/tune.json), RMSNorm and RoPE within 1 %.
                     padded - n > n // MAX_PADDING_SHARE,
                     vector * elem < 16,
-                    per_thread * elem < MIN_GOOD_VECTORS_PER_THREAD * 16,
+                    not sharing and per_thread * elem < MIN_GOOD_VECTORS_PER_THREAD * 16,
                     padded - n,
                     # Among equally padded candidates, whole warps in powers of two. Measured (NOTES.md step
                     # 11): at 7168, 224 threads × 16-byte vectors ran RMSNorm as fast as 256 × 8-byte, and the
@@ -148,8 +160,8 @@ def _row_schedule(
                     # 4096, 256 threads × 16 values ran 5–25 % and 512 × 8 1.3–2× slower than 128 × 32, while
                     # 64 × 64 was within 2 %; at 7168, 512 × 14 ran 1.05–1.6× slower than 128 × 56
                     # (docs/bench/tune/*.json, 16384 tokens).
-                    per_thread < MIN_GOOD_ELEMS_PER_THREAD,
-                    abs(math.log2(per_thread / TARGET_ELEMS_PER_THREAD)),
+                    not sharing and per_thread < MIN_GOOD_ELEMS_PER_THREAD,
+                    abs(math.log2(per_thread / target)),
                     -vector,
                     threads,
                 )
@@ -174,11 +186,12 @@ def _row_schedule(
             f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {HARD_ELEMS_PER_THREAD} elements per thread)",
         )
     _, threads, vector, padded, per_thread = min(candidates)
-    why = (
-        threads_by
-        if threads_hint
-        else f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
-    )
+    if threads_hint:
+        why = threads_by
+    elif threads // block_m < WARP_THREADS:
+        why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
+    else:
+        why = f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
     reasons = [
         f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the {'part' if row_split > 1 else 'row'} in {per_thread // vector} "
         f"vector(s) per thread ({per_thread} fp32 values), {why}",

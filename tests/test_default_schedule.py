@@ -158,19 +158,20 @@ def test_several_rows_a_block_never_stream():
 # (chain, dtype, hidden, extra, rows a block, lanes a row): rows with fewer 16-byte vectors than a warp has
 # lanes, which a warp each padded (perf/probe47's 64-column rows: 0.22–0.42 × copy).
 NARROW_ROWS = [
-    pytest.param([RMS, quant(32)], "bfloat16", 64, NO_Y, 16, 2, id="bf16 64 fp8-only"),
-    pytest.param([{"kind": "add_residual"}, LN], "float16", 64, {}, 16, 2, id="fp16 64 add ln"),
+    pytest.param([RMS, quant(32)], "bfloat16", 64, NO_Y, 16, 4, id="bf16 64 fp8-only"),
+    pytest.param([{"kind": "add_residual"}, LN], "float16", 64, {}, 16, 4, id="fp16 64 add ln"),
     pytest.param([RMS], "float32", 64, {}, 8, 4, id="fp32 64"),
-    pytest.param([LN, rope(64)], "bfloat16", 128, {}, 8, 4, id="bf16 128 ln rope"),
-    pytest.param([RMS, CACHE_ROPE], "float16", 128, {}, 8, 4, id="fp16 128 gathers"),
-    pytest.param([RMS], "bfloat16", 192, {}, 4, 8, id="bf16 192: three vectors on eight lanes"),
+    pytest.param([LN, rope(64)], "bfloat16", 128, {}, 8, 8, id="bf16 128 ln rope"),
+    pytest.param([RMS, CACHE_ROPE], "float16", 128, {}, 8, 8, id="fp16 128 gathers"),
+    pytest.param([RMS], "bfloat16", 192, {}, 4, 8, id="bf16 192: three vectors on eight lanes, not padded onto sixteen"),
 ]
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows", "lanes"), NARROW_ROWS)
 def test_rows_narrower_than_a_warp_share_it(ops, dtype, hidden, extra, rows, lanes):
     """schedule.narrow_row: as many rows a block as 2 KB holds (gathering or not), each on a power-of-two
-    group of a warp's lanes, 16-byte vectors and no padding; the block whole warps."""
+    group of a warp's lanes, 16 values a lane where the row has them (SHARED_WARP_ELEMS_PER_THREAD), 16-byte
+    vectors and no padding; the block whole warps."""
     s = planned(ops, dtype, hidden, **extra)
     assert (s.variant, s.block_m, s.threads // s.block_m, s.vector_bytes, s.padded_hidden) == ("fragment", rows, lanes, 16, hidden)
     assert s.threads % 32 == 0
