@@ -1,0 +1,64 @@
+"""probe50's second call, built on the CPU: every spec of the earlier draws whose plan the two rules of
+this probe change (rows sharing warps at SHARED_WARP_THREAD_BYTES a lane; no stream of one block an SM),
+as NAME_old (built by the tree before them, TREE) and NAME_new (this tree); and the held-out rows whose
+scales are column-major in small groups, each beside a twin that writes the same scales row-major
+(NAME_rowscales) — whether the scattered scale stores are what holds them under the copy ceiling.
+
+    git worktree add /tmp/oldwt bdd8ae8
+    .venv/bin/python perf/probe50/build_rules.py /tmp/oldwt perf/probe50/kernels/rules SPEC...
+
+SPEC: the changed specs' files; the column-scale specs are named below."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_injection import dump  # noqa: E402
+
+COLUMN_SCALES = ("perf/probe47/kernels/perf/specs/hunt_4702_046.toml", "perf/probe47/kernels/perf/specs/hunt_4702_047.toml") + tuple(
+    f"perf/probe50/kernels/heldout/specs/hunt_5001_{k}.toml" for k in ("015", "029", "030", "035")
+)
+
+
+def renamed(path: Path, suffix: str, **changes) -> tuple[str, str]:
+    spec = tomllib.loads(path.read_text())
+    spec["name"] = f"{spec['name']}_{suffix}"
+    for op in spec["op"]:
+        op.update({k: v for k, v in changes.items() if op["kind"] == "quant_fp8"})
+    return spec["name"], dump(spec)
+
+
+def build(tree: Path, specs: Path, out: Path) -> None:
+    """`fusegen build` of `tree`, untuned (an empty tuning table), as a user's new spec is built."""
+    code = f"import sys; sys.path.insert(0, {str(tree)!r}); from fusegen.cli import main; sys.exit(main())"
+    untuned = specs.parent / "no-tuning.json"
+    untuned.write_text("{}")
+    subprocess.run([sys.executable, "-c", code, "build", str(specs), "--out", str(out), "--tuning", str(untuned)], check=True, cwd=tree)
+
+
+def main(old_tree: Path, out: Path, changed: list[Path]) -> None:
+    old, new = out / "specs_old", out / "specs_new"
+    old.mkdir(parents=True)
+    new.mkdir()
+    for path in changed:
+        for directory, suffix in ((old, "old"), (new, "new")):
+            name, text = renamed(path, suffix)
+            (directory / f"{name}.toml").write_text(text)
+    for path in map(Path, COLUMN_SCALES):
+        for suffix, changes in (("columnscales", {}), ("rowscales", {"scale_layout": "row"})):
+            name, text = renamed(ROOT / path, suffix, **changes)
+            (new / f"{name}.toml").write_text(text)
+    build(old_tree, old.resolve(), (out / "built_old").resolve())
+    build(ROOT, new.resolve(), (out / "kernels").resolve())
+    for package in (out / "built_old").iterdir():  # one package directory for the timing script
+        if (package / "plan.json").is_file():
+            package.rename(out / "kernels" / package.name)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]])
