@@ -189,7 +189,7 @@ def _row_schedule(
     if threads_hint:
         why = threads_by
     elif threads // block_m < WARP_THREADS:
-        why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
+        why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} values a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
     else:
         why = f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
     reasons = [
@@ -1156,8 +1156,8 @@ WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
 WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
 # A stream of one block an SM has nothing to run while that block reduces, and lost wherever it was timed:
 # the gathering rows above (−23 %), cache RoPE at 12288 and 16384 columns (−15–25 %, perf/probe26), add →
-# LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.62 × copy streamed, 0.96 as the fragment
-# program on two blocks, perf/probe50). A row whose stream holds only one block stays a fragment program.
+# LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.61 × copy streamed, 0.96 as the planner's
+# fragment program, perf/probe50). A row whose stream holds only one block stays a fragment program.
 STREAM_MIN_BLOCKS = 2
 
 
