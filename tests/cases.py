@@ -645,7 +645,7 @@ CASES = {
     # schedule.narrow_row: rows narrower than a warp's 16-byte vectors share warps, each on a power-of-two
     # group of lanes whose shuffles end its reductions (no exchange, no barrier).
     "add_rms_g32_bf16_64_shared_warps": case(
-        "x + residual → RMSNorm → FP8 group 32 over 64 bf16 columns, 16 rows a block on two lanes each, residual_out and rstd written",
+        "x + residual → RMSNorm → FP8 group 32 over 64 bf16 columns, 16 rows a block on four lanes each, residual_out and rstd written",
         [ADD, RMS, quant(32)],
         "bfloat16",
         64,

@@ -1,5 +1,6 @@
 """probe50's second call, built on the CPU: every spec of the earlier draws whose plan the two rules of
-this probe change (rows sharing warps at SHARED_WARP_THREAD_BYTES a lane; no stream of one block an SM),
+this probe change (rows sharing warps at 32 bytes a lane, as the call ran it — committed as 16 values a lane,
+the same plans for 16-bit rows, float32 ones back to their old plans; no stream of one block an SM),
 as NAME_old (built by the tree before them, TREE) and NAME_new (this tree); and the held-out rows whose
 scales are column-major in small groups, each beside a twin that writes the same scales row-major
 (NAME_rowscales) — whether the scattered scale stores are what holds them under the copy ceiling.

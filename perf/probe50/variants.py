@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_injection import dump  # noqa: E402
 
+from fusegen.bench import sweep_tokens  # noqa: E402
 from fusegen.errors import ChainError, SpecError  # noqa: E402
 from fusegen.plan import plan  # noqa: E402
 from fusegen.spec import parse_spec  # noqa: E402
@@ -27,10 +28,7 @@ SLOW = ("029", "023", "008", "046", "040", "026", "011", "015", "004", "045", "0
 
 def sweep_schedule(planned):
     """The schedule of the program that runs at the spec's sweep count."""
-    from fusegen.bench import sweep_tokens
-
-    tokens = sweep_tokens(planned.hidden)
-    return next(r for r in planned.routes if r.serves(tokens)).schedule
+    return next(r for r in planned.routes if r.serves(sweep_tokens(planned.hidden))).schedule
 
 
 def variants(threads: int) -> dict[str, dict]:

@@ -18,22 +18,14 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "perf" / "probe50"))
+from build_rules import COLUMN_SCALES  # noqa: E402  (probe50's six rows)
 from test_injection import dump  # noqa: E402
+from variants import sweep_schedule  # noqa: E402
 
-from fusegen.bench import sweep_tokens  # noqa: E402
 from fusegen.plan import plan  # noqa: E402
 from fusegen.spec import parse_spec  # noqa: E402
-
-COLUMN_SCALES = ("perf/probe47/kernels/perf/specs/hunt_4702_046.toml", "perf/probe47/kernels/perf/specs/hunt_4702_047.toml") + tuple(
-    f"perf/probe50/kernels/heldout/specs/hunt_5001_{k}.toml" for k in ("015", "029", "030", "035")
-)
-
-
-def planned_threads(text: str, path: str) -> int:
-    planned = plan(parse_spec(text, path), path)
-    return next(r for r in planned.routes if r.serves(sweep_tokens(planned.hidden))).schedule.threads
 
 
 def main(out: Path) -> None:
@@ -42,7 +34,7 @@ def main(out: Path) -> None:
     for path in COLUMN_SCALES:
         text = (ROOT / path).read_text()
         base = tomllib.loads(text)
-        threads = planned_threads(text, path)
+        threads = sweep_schedule(plan(parse_spec(text, path), path)).threads
         variants = {"planned": {}, "rowscales": {}}
         variants.update({f"bm{m}": {"variant": "fragment", "block_m": m, "threads": m * threads} for m in (2, 4, 8) if m * threads <= 1024})
         for suffix, hints in variants.items():
