@@ -455,6 +455,21 @@ class KernelFrame:
             *indent(guarded(conditions, f"{param}[{self.token()}, {self.in_part('h', heads)}] = {fragment}[{self.at('h')}]"), 4),
         ]
 
+    def store_columns_staged(self, fragment: str, staged: str, param: str, per_part: int) -> list[str]:
+        """Stores a per-row fragment of `per_part` entries a row into a column-major (tokens, N) output
+        through `staged` (per_part, block_m) in shared memory: the block's rows of one column are adjacent
+        in the output, and stored from registers each row's thread would write one entry a column, a
+        partial sector each; from shared memory consecutive lanes write a column's rows, a run of block_m.
+        The padding's entries and rows past the last token are not stored."""
+        padded = self.planned(fragment).shape[-1]
+        pads = [f"k < {rendered(per_part)}"] if padded > per_part else []
+        return [
+            self.loop(("k", rendered(padded))),
+            *indent(guarded(pads, f"{staged}[k, i] = {fragment}[i, k]"), 4),
+            f"for k, i in T.Parallel({rendered(per_part)}, {self.bm}):",
+            *indent(guarded(self._row_exists(), f"{param}[{self.token()}, {self.in_part('k', per_part)}] = {staged}[k, i]"), 4),
+        ]
+
     def store_per_row(self, param: str, fragment: str, trailing_index: str = "") -> list[str]:
         """Writes one float per row (mean, rstd, a per-token scale) from a per-row fragment. One row's value
         is copied out: T.copy has one thread store it, where a bare store would have every thread write

@@ -249,6 +249,12 @@ class Op(ABC, Generic[S]):
         columns_multiple_of)."""
         return None
 
+    def sector_rows(self, op: S, ctx: ChainContext) -> tuple[int, str] | None:
+        """(rows, why) where an output of this op is column-major in short runs per row: consecutive rows'
+        values are adjacent, so one row stores each run as part of a sector, and a block of `rows` rows,
+        staging them, fills it (schedule.sector_rows); None where one row a block stores whole sectors."""
+        return None
+
     def tile_rule(self, op: S, ctx: ChainContext, tile_columns: int) -> str | None:
         """Why this op cannot run on a row read in tiles of `tile_columns` contiguous columns (variant
         reread: emit_statistics's passes, then emit_tile on one tile at a time), in words that follow the op's
