@@ -37,6 +37,7 @@ from .schedule import (
     gathering_row,
     gathering_stream,
     joint_span,
+    sector_rows,
     short_rows,
     wide_reread,
     wide_stream,
@@ -115,7 +116,16 @@ def _route(
     """`few_tokens`, `stream`: see choose_schedule and with_variant. On a route of many tokens
     (`stream`) schedule.short_rows may put several short rows in a block, or else schedule.wide_stream
     take a stream program over the planned fragment one, from what the fragment route's rows wait on and
-    write."""
+    write; a fragment route of one row a block whose stores of consecutive rows share sectors then takes
+    several (schedule.sector_rows)."""
+    route = _route_by_waits(spec, first_tokens, last_tokens, origin, tuned, few_tokens, stream)
+    sectors = None if few_tokens or not stream or route.schedule.variant != "fragment" else sector_rows(spec, route.schedule)
+    return route if sectors is None else _planned_route(spec, sectors, first_tokens, last_tokens, origin, stream)
+
+
+def _route_by_waits(
+    spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool, few_tokens: bool, stream: bool
+) -> Route:
     schedule = choose_schedule(spec, few_tokens)
     if tuned:
         measured = (

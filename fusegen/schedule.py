@@ -1478,6 +1478,49 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
     return replace(sharing, reasons=sharing.reasons + (why,))
 
 
+# Rows a block for an output stored in short column-major runs (ops.Op.sector_rows), measured on the H200
+# (perf/probe51, 22 specs with scales in groups of 8–256, untuned, at sweep counts): blocks of 2, 4 or 8 rows,
+# each on the one-row plan's threads, their scales staged. Up to 512 threads a block they ran 1.1–2.1 ×
+# faster than one row a block in groups of 8–32 (0.32 → 0.53, 0.48 → 0.99, 0.50 → 0.82, 0.59 → 0.79,
+# 0.32 → 0.59 × copy); at 1024 threads (one block an SM) slower than at 512 on five of seven, and
+# slower than one row a block where its threads already numbered 512 (0.68 → 0.64). Rows of single-element
+# vectors lost at every block size (fp32 4096, RoPE: 0.85 → 0.35–0.57), and keep one row a block.
+SECTOR_ROWS_MAX_THREADS = 512
+
+
+def sector_rows(spec: KernelSpec, one_row: Schedule) -> Schedule | None:
+    """The fragment schedule of several rows a block that a chain with an output stored in short column-major
+    runs takes over `one_row` (choose_schedule's one row a block, for the planner's route of many tokens):
+    the most rows, up to what the op asks (ops.Op.sector_rows) in a power of two, whose threads (each row
+    the one-row plan's) number at most SECTOR_ROWS_MAX_THREADS; None where that is one, or the hints pin
+    the layout."""
+    hints = spec.schedule
+    context = chain_context(spec)
+    wanted = [asked for op in spec.op if (asked := REGISTRY[op.kind].sector_rows(op, context))]
+    if (
+        not wanted
+        or one_row.block_m > 1
+        or one_row.row_split > 1
+        or one_row.vector_elems == 1
+        or hints.variant not in ("auto", "fragment")
+        or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
+    ):
+        return None
+    rows, why = max(wanted)
+    block_m = 1
+    while block_m < rows and 2 * block_m * one_row.threads <= SECTOR_ROWS_MAX_THREADS:
+        block_m *= 2
+    if block_m == 1:
+        return None
+    capped = f" (not {rows}: at most {SECTOR_ROWS_MAX_THREADS} threads a block)" if block_m < rows else ""
+    why = f"{block_m} rows a block{capped}, each on {one_row.threads} threads, staged in shared memory: {why}"
+    try:
+        _check_blocks_count_tokens(spec, block_m)
+        return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
+    except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
+        return None
+
+
 # The stream variant's persistent blocks (up to 16 per SM: 2112 on an H200) earn their keep by prefetching
 # their next rows; up to this many tokens a block has at most one row, and there is nothing to prefetch.
 # Measured (H200, `fusegen tune`, docs/bench/sweep/tuned-below/): at 256 tokens one row per block beat the

@@ -4,6 +4,7 @@ and the reference all give it; provable on the CPU with meta tensors."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,22 @@ def test_pinned_tokens_declare_the_padded_stride_as_a_number(tmp_path):
 def test_dynamic_tokens_declare_the_padded_stride_for_tilelang_to_check(module):
     source = (Path(module.__file__).parent / "kernel.py").read_text()
     assert 'Scale: T.StridedTensor((m, HIDDEN // GROUP_SIZE), (1, T.ceildiv(m, 4) * 4), "float32")' in source
+
+
+def test_a_block_of_several_rows_stores_each_groups_rows_as_one_run(tmp_path):
+    """quant_fp8.staged_scales: stored from registers, each row's thread writes one scale a group, M floats
+    from the next row's; staged, consecutive threads write a group's rows, which are adjacent in Scale."""
+    from fusegen.compile import cuda_sources
+    from fusegen.cuda_checks import check_cuda
+
+    several = spec({"kind": "rmsnorm"}, {**G128, "group_size": 16}, hidden=512, schedule={"block_m": 4, "threads": 256})
+    module = checking.build_variant(several, tmp_path)
+    (source,) = cuda_sources(module)
+    p = plan(several, "several")
+    assert {c.name: c.ok for c in check_cuda(p, [source])}["column scales staged"]
+    # Thread t stores row t % 4 of group t / 4: four consecutive floats a group, from shared memory.
+    store = re.search(r"Scale\[(.*)\] = \(\(float\*\)scale_staged\)\[", source).group(1)
+    assert store.endswith(" + (((int64_t)((int)threadIdx.x)) & (int64_t)3))")
+    assert "(((int64_t)((int)threadIdx.x)) >> (int64_t)2) * ((((int64_t)m) + (int64_t)3) >> (int64_t)2)) * (int64_t)4)" in store
+    one_row = spec({"kind": "rmsnorm"}, {**G128, "group_size": 16}, hidden=512, schedule={"block_m": 1})
+    assert "scale_staged" not in {b.name for r in plan(one_row, "one").routes for b in r.scratch}

@@ -155,6 +155,74 @@ def test_several_rows_a_block_never_stream():
     assert {(r.schedule.variant, r.schedule.block_m) for r in plan(spec, "k.toml").routes} == {("fragment", 2)}
 
 
+def column(group, **kw):
+    return quant(group, scale_layout="column", **kw)
+
+
+# (chain, dtype, hidden, extra, rows a block, threads): column-major scales in small groups, timed on the H200
+# at one, two, four and eight rows a block (perf/probe51): × copy, one row a block → the planner's now.
+SECTOR_ROWS = [
+    pytest.param(
+        [{"kind": "rmsnorm"}, rope(2, span="tail", style="gptj"), column(8, fp8="e5m2", scale="ue8m0")],
+        "float16",
+        7168,
+        {"head_dim": 112, "outputs": {"y": False, "rstd": True}},
+        4,
+        512,
+        id="g8 7168 0.32 to 0.53",
+    ),
+    pytest.param([column(8, fp8="e5m2", scale="ue8m0")], "float32", 896, NO_Y, 8, 256, id="g8 fp32 896 0.48 to 0.99"),
+    pytest.param(
+        [{"kind": "rmsnorm", "weight": False, "columns": [2000, 3168]}, {"kind": "rescale", "factor": 1.0, "weight": True}, column(16)],
+        "float16",
+        4096,
+        {"outputs": {"y": False, "rstd": True}},
+        4,
+        512,
+        id="g16 4096 0.50 to 0.82",
+    ),
+    pytest.param([{"kind": "rmsnorm", "weight": False}, column(8, scale="ue8m0")], "float32", 3072, {}, 4, 512, id="g8 fp32 0.59 to 0.79"),
+    pytest.param([{"kind": "add_residual"}, LN, column(16, scale="ue8m0")], "bfloat16", 1536, {}, 8, 512, id="g16 1536 0.79 to 0.92"),
+    pytest.param([column(32, fp8="e5m2", scale="ue8m0")], "bfloat16", 6144, NO_Y, 2, 512, id="g32 6144 0.74 to 0.88"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows", "threads"), SECTOR_ROWS)
+def test_column_scales_in_small_groups_take_rows_that_fill_a_sector_up_to_512_threads(ops, dtype, hidden, extra, rows, threads):
+    """schedule.sector_rows: 8 rows' fp32 scales fill a 32-byte sector; a block takes as many of them as
+    its rows' threads (the one-row plan's each) allow up to 512, on the route of many tokens, and stages
+    them (quant_fp8.staged_scales); below 1025 tokens one row a block."""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
+    *few, many = plan(spec, "k.toml").routes
+    s = many.schedule
+    assert (s.variant, s.block_m, s.threads, s.row_split) == ("fragment", rows, threads, 1)
+    assert many.first_tokens == STREAM_MIN_TOKENS and all(r.schedule.block_m == 1 for r in few)
+    assert any(f"{rows} rows a block" in r and "32-byte sector" in r for r in s.reasons)
+    assert "scale_staged" in {b.name for b in many.scratch}
+
+
+@pytest.mark.parametrize(
+    ("ops", "dtype", "hidden", "extra"),
+    [
+        pytest.param([LN, column(32, scale="ue8m0")], "bfloat16", 24576, {"head_dim": 32, **NO_Y}, id="512 threads a row 0.68 vs 0.64"),
+        pytest.param(
+            [{"kind": "add_residual"}, LN, rope(2, span="head", style="neox", source="cache", max_position=4096), column(32)],
+            "float32",
+            4096,
+            {},
+            id="single-element vectors 0.85 vs 0.35-0.57",
+        ),
+        pytest.param([column(64)], "bfloat16", 1024, NO_Y, id="g64 0.93 either way"),
+        pytest.param([column(128)], "bfloat16", 7168, NO_Y, id="g128"),
+        pytest.param([quant(8)], "bfloat16", 7168, NO_Y, id="row-major scales"),
+        pytest.param([column(8)], "bfloat16", 7168, {"schedule": {"threads": 128}}, id="hinted threads"),
+        pytest.param([column(8)], "bfloat16", 7168, {"schedule": {"variant": "stream"}}, id="hinted variant"),
+    ],
+)
+def test_other_scales_and_pinned_layouts_keep_one_row_a_block(ops, dtype, hidden, extra):
+    assert planned(ops, dtype, hidden, **extra).block_m == 1
+
+
 # (chain, dtype, hidden, extra, rows a block, lanes a row): rows with fewer 16-byte vectors than a warp has
 # lanes, which a warp each padded (perf/probe47's 64-column rows: 0.22–0.42 × copy).
 NARROW_ROWS = [
