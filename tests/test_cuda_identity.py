@@ -8,7 +8,9 @@ of its own; case-quant_column_pinned_block_m4 and routed-ln_head_partial_gptj_gr
 fp8 amax began reducing |row| instead of TileLang's reduce_absmax; every one rewritten when kernels began
 telling nvcc threadIdx.x < threads, and again when the norms' means became multiplies by 1 / N;
 the two quant ones when the scale's division became two fmas; case-stream_ln_y_mean when a stream's
-launch bound began sitting up to a fifth under the register estimate, 9 blocks an SM instead of 8): a
+launch bound began sitting up to a fifth under the register estimate, 9 blocks an SM instead of 8;
+case-quant_column_pinned_block_m4 when a block's column-major group scales began leaving through shared
+memory, each group's rows as one run): a
 change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""

@@ -26,6 +26,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
   float group_scale[4];
   float inverse_scale[4];
   fp8_e4_t quantized[32];
+  extern __shared__ __align__(1024) float scale_staged[];
   __builtin_assume((int(((int)threadIdx.x)) < 128));
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -99,11 +100,15 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
     }
   }
   if ((((int)threadIdx.x) % 16) == 0) {
-    if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) >> 5)) < 999) {
-      #pragma unroll
-      for (int i_6 = 0; i_6 < 4; ++i_6) {
-        Scale[((((i_6 * 2000) + (((((int)threadIdx.x) & 31) >> 4) * 1000)) + (((int)blockIdx.x) * 4)) + (((int)threadIdx.x) >> 5))] = group_scale[i_6];
-      }
+    #pragma unroll
+    for (int i_6 = 0; i_6 < 4; ++i_6) {
+      scale_staged[(((i_6 * 8) + (((((int)threadIdx.x) & 31) >> 4) * 4)) + (((int)threadIdx.x) >> 5))] = group_scale[i_6];
+    }
+  }
+  __syncthreads();
+  if (((int)threadIdx.x) < 32) {
+    if (((((int)blockIdx.x) * 4) + (((int)threadIdx.x) & 3)) < 999) {
+      Scale[((((((int)threadIdx.x) >> 2) * 1000) + (((int)blockIdx.x) * 4)) + (((int)threadIdx.x) & 3))] = scale_staged[((int)threadIdx.x)];
     }
   }
 }
