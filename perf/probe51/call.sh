@@ -9,6 +9,6 @@ start=$SECONDS
 k=${1:-perf/probe51/kernels}
 timeout 170 python3 scripts/gpu_hunt.py check $k/check --jobs 15 > "$out/check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s"; tail -1 "$out/check.log"; grep -A4 FAIL "$out/check.log" | cut -c1-300 | head -30
-timeout $((${BUDGET_S:-560} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/time/kernels "$out/time.json" 2 > "$out/time.log" 2>&1
+timeout $((${BUDGET_S:-560} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/time/kernels "$out/time.json" "${ROUNDS:-2}" > "$out/time.log" 2>&1
 echo "time exit $? at $((SECONDS - start)) s"
 grep -hE "x copy|DIFFER|not timed" "$out/time.log" | sort | head -120
