@@ -363,14 +363,9 @@ class KernelFrame:
         ]
 
     def token(self, i: str = "i") -> str:
-        if self.streamed or self.layout.row_loop > 1:
+        if self.streamed:
             return "token"
         return f"block * {self.bm} + {i}" if self.layout.block_m > 1 else "block"
-
-    @property
-    def row_loop_steps(self) -> str:
-        """The rows of a row-loop block (Layout.row_loop): row_loop, fewer in the last block."""
-        return f"T.min(row_loop, {self.tokens} - block * row_loop)"
 
     def stream_rows(self, per_token, blocks_per_sm: int, slots: int) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
@@ -468,21 +463,11 @@ class KernelFrame:
         The padding's entries and rows past the last token are not stored."""
         padded = self.planned(fragment).shape[-1]
         pads = [f"k < {rendered(per_part)}"] if padded > per_part else []
-        if self.layout.row_loop == 1:
-            return [
-                self.loop(("k", rendered(padded))),
-                *indent(guarded(pads, f"{staged}[k, i] = {fragment}[i, k]"), 4),
-                f"for k, i in T.Parallel({rendered(per_part)}, {self.bm}):",
-                *indent(guarded(self._row_exists(), f"{param}[{self.token()}, {self.in_part('k', per_part)}] = {staged}[k, i]"), 4),
-            ]
-        # A row loop stages each row's entries as its `step`-th and stores the block's after its last row.
-        store = f"{param}[block * row_loop + i, {self.in_part('k', per_part)}] = {staged}[k, i]"
         return [
             self.loop(("k", rendered(padded))),
-            *indent(guarded(pads, f"{staged}[k, step] = {fragment}[k]"), 4),
-            f"if step == {self.row_loop_steps} - 1:",
-            f"    for k, i in T.Parallel({rendered(per_part)}, row_loop):",
-            *indent(guarded([f"i < {self.row_loop_steps}"], store), 8),
+            *indent(guarded(pads, f"{staged}[k, i] = {fragment}[i, k]"), 4),
+            f"for k, i in T.Parallel({rendered(per_part)}, {self.bm}):",
+            *indent(guarded(self._row_exists(), f"{param}[{self.token()}, {self.in_part('k', per_part)}] = {staged}[k, i]"), 4),
         ]
 
     def store_per_row(self, param: str, fragment: str, trailing_index: str = "") -> list[str]:

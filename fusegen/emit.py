@@ -48,7 +48,6 @@ FACTORY_PARAMETERS = {
     "threads": lambda s: s.threads,
     "vector": lambda s: s.vector_elems,
     "block_m": lambda s: s.block_m,
-    "row_loop": lambda s: s.row_loop,
     "row_split": lambda s: s.row_split,
     "tiles": lambda s: s.tiles,
     "columns": lambda s: s.padded_hidden,
@@ -133,10 +132,7 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     prologue = frame.stage_inputs(side_inputs)
     if prefetch_parameter:
         prologue = ["if prefetch:", *indent(prologue, 4)]
-    body = [*frame.load_row("X", "row"), *prologue, *_chain(plan, route, frame, joint_parameter)]
-    if schedule.row_loop == 1:
-        return [*lines, *body]
-    return [*lines, f"for step in T.serial({frame.row_loop_steps}):", "    token = block * row_loop + step", *indent(body, 4)]
+    return [*lines, *frame.load_row("X", "row"), *prologue, *_chain(plan, route, frame, joint_parameter)]
 
 
 def _reread_body(plan: Plan, route: Route, frame: KernelFrame) -> list[str]:
@@ -235,7 +231,6 @@ def schedule_summary(route: Route) -> str:
     s = route.schedule
     return (
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
-        + (f", {s.row_loop} rows a block one after another" if s.row_loop > 1 else "")
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
         + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
@@ -300,7 +295,6 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     s = route.schedule
     return ", ".join(
         [f"{s.variant} schedule", "block_m rows per block" if s.block_m > 1 else "one row per block"]
-        + (["row_loop rows a block, one after another"] if s.row_loop > 1 else [])
         + (["each row split over row_split blocks"] if s.row_split > 1 else [])
         + (["the row read a tile at a time for its statistics, " + _finish(s)] if s.variant == "reread" else [])
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
@@ -412,8 +406,7 @@ def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> st
     if single:
         return "fused_program"
     s = route.schedule
-    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["row_loop"] if s.row_loop > 1 else [])
-    features += ["split"] if s.row_split > 1 else []
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["split"] if s.row_split > 1 else [])
     features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
     features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []
     return "_".join(features + ["program"])
@@ -507,8 +500,7 @@ def _grid(plan: Plan, s: Schedule) -> str:
         # as in every other fragment program; a row's parts go on y.
         return f"{_tokens_symbol(plan)}, row_split"
     if s.variant != "stream":
-        rows = "block_m" if s.block_m > 1 else "row_loop" if s.row_loop > 1 else None
-        return f"T.ceildiv({_tokens_symbol(plan)}, {rows})" if rows else _tokens_symbol(plan)
+        return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, block_m)"
     # Never more blocks than tokens: every block owns at least its first row.
     return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 

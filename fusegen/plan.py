@@ -400,7 +400,7 @@ def plan_as_dict(p: Plan) -> dict:
         # Added after kernels were built: unsplit (or read whole), a schedule is written as before the
         # split (the tiles) existed, as a spec key added later is (ops.added_key), and every plan.json
         # stays as it was.
-        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False), ("row_loop", 1)):
+        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False)):
             if route["schedule"][added] == before:
                 del route["schedule"][added]
     m = p.ledger_tokens

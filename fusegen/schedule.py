@@ -1539,9 +1539,6 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         return schedule
     if spec.schedule.variant != "auto":
         return with_fragment_residency(spec, schedule, side_inputs)
-    if schedule.row_loop > 1:
-        fragment = "variant auto → fragment: a row loop takes consecutive rows, a stream's persistent blocks rows a grid apart"
-        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     if schedule.row_split > 1 or schedule.block_m > 1:
         fragment = "variant auto → fragment: the stream variant's persistent blocks take one whole row a step"
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
