@@ -1479,12 +1479,14 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
 
 
 # Rows a block for an output stored in short column-major runs (ops.Op.sector_rows), measured on the H200
-# (perf/probe51, 22 specs with scales in groups of 8–256, untuned, at sweep counts): blocks of 2, 4 or 8 rows,
+# (perf/probe51, 18 specs with scales in groups of 8–256, untuned, at sweep counts): blocks of 2, 4 or 8 rows,
 # each on the one-row plan's threads, their scales staged. Up to 512 threads a block they ran 1.1–2.1 ×
-# faster than one row a block in groups of 8–32 (0.32 → 0.53, 0.48 → 0.99, 0.50 → 0.82, 0.59 → 0.79,
+# faster than one row a block in groups of 8–16 (0.32 → 0.53, 0.48 → 0.99, 0.50 → 0.82, 0.59 → 0.79,
 # 0.32 → 0.59 × copy); at 1024 threads (one block an SM) slower than at 512 on five of seven, and
 # slower than one row a block where its threads already numbered 512 (0.68 → 0.64). Rows of single-element
-# vectors lost at every block size (fp32 4096, RoPE: 0.85 → 0.35–0.57), and keep one row a block.
+# vectors lost at every block size (fp32 4096, RoPE: 0.85 → 0.35–0.57), and keep one row a block. Held
+# out (perf/probe52, 11 chains in groups of 8–16): 1.20–2.59 × faster, every one. A block taking its eight
+# rows one after another on the one-row threads (perf/probe53) was no better on the whole: 0.83–1.35 ×.
 SECTOR_ROWS_MAX_THREADS = 512
 
 

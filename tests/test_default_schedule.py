@@ -183,12 +183,30 @@ SECTOR_ROWS = [
     ),
     pytest.param([{"kind": "rmsnorm", "weight": False}, column(8, scale="ue8m0")], "float32", 3072, {}, 4, 512, id="g8 fp32 0.59 to 0.79"),
     pytest.param([{"kind": "add_residual"}, LN, column(16, scale="ue8m0")], "bfloat16", 1536, {}, 8, 512, id="g16 1536 0.79 to 0.92"),
-    pytest.param([column(32, fp8="e5m2", scale="ue8m0")], "bfloat16", 6144, NO_Y, 2, 512, id="g32 6144 0.74 to 0.88"),
+    # Held out (perf/probe52): the rule's plans of chains it was not fitted to.
+    pytest.param(
+        [LN, column(8, scale="ue8m0")],
+        "float16",
+        2560,
+        {"outputs": {"y": False, "mean": True, "rstd": True}},
+        8,
+        512,
+        id="held out g8 2560 0.32 to 0.82",
+    ),
+    pytest.param(
+        [{"kind": "rescale", "factor": 0.125}, column(8, fp8="e5m2", amax_floor=1e-6)],
+        "bfloat16",
+        14336,
+        NO_Y,
+        2,
+        512,
+        id="held out g8 0.33 to 0.53",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows", "threads"), SECTOR_ROWS)
-def test_column_scales_in_small_groups_take_rows_that_fill_a_sector_up_to_512_threads(ops, dtype, hidden, extra, rows, threads):
+def test_column_scales_in_groups_up_to_16_take_rows_that_fill_a_sector_up_to_512_threads(ops, dtype, hidden, extra, rows, threads):
     """schedule.sector_rows: 8 rows' fp32 scales fill a 32-byte sector; a block takes as many of them as
     its rows' threads (the one-row plan's each) allow up to 512, on the route of many tokens, and stages
     them (quant_fp8.staged_scales); below 1025 tokens one row a block."""
@@ -211,6 +229,14 @@ def test_column_scales_in_small_groups_take_rows_that_fill_a_sector_up_to_512_th
             4096,
             {},
             id="single-element vectors 0.85 vs 0.35-0.57",
+        ),
+        pytest.param([column(32, fp8="e5m2", scale="ue8m0")], "bfloat16", 6144, NO_Y, id="g32 fitted 0.74 to 0.88"),
+        pytest.param(
+            [{"kind": "layernorm", "bias": False}, column(32, amax_floor=1e-6)],
+            "bfloat16",
+            3584,
+            {"outputs": {"y": False, "mean": True, "rstd": True}},
+            id="g32 held out 0.72 to 0.61",
         ),
         pytest.param([column(64)], "bfloat16", 1024, NO_Y, id="g64 0.93 either way"),
         pytest.param([column(128)], "bfloat16", 7168, NO_Y, id="g128"),

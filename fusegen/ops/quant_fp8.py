@@ -116,11 +116,13 @@ def _groups(columns: int, group_size: int) -> int:
 STAGED_SCALES = "scale_staged"
 SCALE_BYTES = 4  # Scale is float32 (ue8m0 too: the value, rounded up to a power of two)
 SECTOR_BYTES = 32  # the unit of an L2 write
-# Measured (H200, perf/probe51, untuned, at sweep counts): with column-major scales one row a block ran
-# 0.32–0.79 × copy in groups of 8–32 (their row-major twins 0.86–1.02), and blocks of several rows staging
-# their scales 1.1–2.1 × faster; in groups of 64–256 several rows a block gained nothing (g64 bf16 1024:
-# 0.93 either way; g128/g256 within 1 % or slower) — a row's scales there are few beside its values.
-SECTOR_ROWS_MAX_GROUP = 32
+# Measured (H200, untuned, at sweep counts): with column-major scales one row a block ran 0.32–0.79 × copy
+# in groups of 8–32 (their row-major twins 0.86–1.02), and blocks of several rows staging their scales
+# 1.1–2.1 × faster on the specs the rule was fitted to (perf/probe51). Held out (perf/probe52), every one
+# of 11 chains in groups of 8–16 ran faster (1.20–2.59 ×), but groups of 32 went either way (6 chains in
+# both draws: two faster by 21 % and 3 %, four slower by 1–16 %): a row writes a quarter of the scales of
+# groups of 8 there, and the block of several rows costs what that saves. Groups of 64–256 gained nothing.
+SECTOR_ROWS_MAX_GROUP = 16
 
 
 def staged_scales(op: QuantFP8Spec, ctx: ChainContext) -> bool:
