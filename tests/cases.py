@@ -269,6 +269,21 @@ CASES = {
         4096,
         schedule={"variant": "stream"},
     ),
+    # Passed on the H200 (2026-12-03). Column-major scales in groups of 8 and 16 (schedule.sector_rows):
+    # several rows a block from 1025 tokens, each group's rows stored as one run from shared memory.
+    "quant_column_g8_sector_rows": case(
+        "column-major ue8m0 scales in groups of 8: 8 rows a block from 1025 tokens, a group's 8 rows one 32-byte run",
+        [quant(8, fp8="e5m2", scale="ue8m0", scale_layout="column")],
+        "float32",
+        896,
+        outputs={"y": False},
+    ),
+    "rope_column_g16_sector_rows": case(
+        "RMSNorm → GPT-J RoPE on each head's last 2 columns → column scales in groups of 16: 8 rows of 64 threads a block",
+        [RMS, rope(2, span="tail", style="gptj"), quant(16, scale_layout="column")],
+        hidden=3584,
+        head_dim=112,
+    ),
     # Gemma's RMSNorm scales by 1 + w (weight_offset), its weights near 0.
     "rms_gemma_offset_3840": case(
         "Gemma 3 12B's width: weight_offset 1.0, weight staged with the offset in float32",
@@ -669,23 +684,7 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
-    # Column-major scales in small groups (schedule.sector_rows): several rows a block from 1025 tokens,
-    # each group's rows stored as one run from shared memory (quant_fp8.staged_scales).
-    "quant_column_g8_sector_rows": case(
-        "column-major ue8m0 scales in groups of 8: 8 rows a block from 1025 tokens, a group's 8 rows one 32-byte run",
-        [quant(8, fp8="e5m2", scale="ue8m0", scale_layout="column")],
-        "float32",
-        896,
-        outputs={"y": False},
-    ),
-    "rope_column_g16_sector_rows": case(
-        "RMSNorm → GPT-J RoPE on each head's last 2 columns → column scales in groups of 16: 8 rows of 64 threads a block",
-        [RMS, rope(2, span="tail", style="gptj"), quant(16, scale_layout="column")],
-        hidden=3584,
-        head_dim=112,
-    ),
-}
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
