@@ -1,11 +1,14 @@
-"""Small runs for compute-sanitizer: every generated kernel (unless --stream-only), then every stream case
-of tests/cases.py, every case still pending a GPU run, and (unless --stream-only) every route of a kernel the
-planner routes by token count. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--stream-only]
+"""Small runs for compute-sanitizer: every generated kernel (unless --shared-only), then every stream case
+of tests/cases.py, every route of a case that stages column-major scales in shared memory, every case
+still pending a GPU run, and (unless --shared-only) every route of a kernel the planner routes by token
+count. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--shared-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
 the blocks differ in how many rows they take: the paths where a slot is refilled while it may still be
-read, which racecheck watches. Prints one line per kernel; the sanitizer reports any bad access."""
+read, which racecheck watches. A route staging its scales (quant_fp8.staged_scales: one thread stores
+what another wrote) runs at a count whose last block holds part of its rows. Prints one line per
+kernel; the sanitizer reports any bad access."""
 
 import importlib
 import logging
@@ -14,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from fusegen import checking
+from fusegen.ops.quant_fp8 import STAGED_SCALES
 from fusegen.plan import plan
 from fusegen.runtime import sm_count
 from fusegen.spec import KernelSpec
@@ -23,7 +27,7 @@ sys.path.insert(0, str(root / "tests"))
 from cases import CASES, PENDING_GPU_CASES, spec_for  # noqa: E402
 
 logging.getLogger("tilelang").setLevel(logging.WARNING)
-if "--stream-only" not in sys.argv:
+if "--shared-only" not in sys.argv:
     for kernel_dir in sorted((root / "generated").glob("*/kernel.py")):
         name = kernel_dir.parent.name
         for tokens in (8, 3):
@@ -46,7 +50,10 @@ for name in sorted({**CASES, **PENDING_GPU_CASES}):
             grid = schedule.blocks_per_sm * sm_count()
             tokens = spec.tokens or max(2 * grid + 3, route.first_tokens)
             what = f"streamed {tokens} tokens over {min(tokens, grid)} blocks"
-        elif len(planned.routes) > 1 and "--stream-only" not in sys.argv:
+        elif any(b.name == STAGED_SCALES for b in route.scratch):
+            tokens = spec.tokens or (route.last_tokens or route.first_tokens + 2)
+            what = f"stored its staged scales at {tokens} tokens"
+        elif len(planned.routes) > 1 and "--shared-only" not in sys.argv:
             # The routes of a kernel the planner routes by count (rows split over blocks for few tokens, one
             # row per block below a stream's counts): each at its last count (the open last one at its first).
             tokens = spec.tokens or route.last_tokens or route.first_tokens
