@@ -36,7 +36,11 @@ def main(old_tree: Path, out: Path) -> None:
     import tomllib
 
     bases = [tomllib.loads((ROOT / p).read_text()) for p in COLUMN_SCALES] + drawn_specs(FITTED_SEED, FITTED)
-    bases += drawn_specs(SEED, DRAWN, small_groups)
+    build_changed(old_tree, out, bases + drawn_specs(SEED, DRAWN, small_groups))
+
+
+def build_changed(old_tree: Path, out: Path, bases: list[dict]) -> None:
+    """Each spec as NAME_old (`old_tree`) and NAME_new (this tree); the pairs whose schedules differ kept."""
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()
