@@ -5,7 +5,9 @@ threads. Built by planning each spec with sector_rows replaced by a row loop of 
 (the planner has no rule for it yet), into kernels/time/kernels as NAME_loop8; the same packages into
 kernels/check/kernels for scripts/gpu_hunt.py check.
 
-    .venv/bin/python perf/probe53/build.py perf/probe53/kernels SPEC..."""
+    .venv/bin/python perf/probe53/build.py perf/probe53/kernels SPEC...
+
+Schedule.row_loop exists only in the prototype commit 81347f6 (reverted after this probe): run it there."""
 
 from __future__ import annotations
 
