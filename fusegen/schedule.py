@@ -1492,7 +1492,8 @@ SECTOR_ROWS_MAX_THREADS = 512
 
 def sector_rows(spec: KernelSpec, one_row: Schedule) -> Schedule | None:
     """The fragment schedule of several rows a block that a chain with an output stored in short column-major
-    runs takes over `one_row` (choose_schedule's one row a block, for the planner's route of many tokens):
+    runs takes over `one_row` (the fragment schedule of one row a block the planner's route of many tokens
+    would otherwise run):
     the most rows, up to what the op asks (ops.Op.sector_rows) in a power of two, whose threads (each row
     the one-row plan's) number at most SECTOR_ROWS_MAX_THREADS; None where that is one, or the hints pin
     the layout."""
