@@ -11,7 +11,7 @@ from dataclasses import replace
 from .errors import ChainError
 from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, WARP_LANES, Reduction, RowWaits, Schedule, Stage, Tensor
 from .ops import REGISTRY, joint_chain
-from .spec import KernelSpec, chain_context
+from .spec import KernelSpec, ScheduleHints, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
 WARP_THREADS = WARP_LANES
@@ -89,6 +89,12 @@ def row_threads_allowed(threads: int, block_m: int, share_warps: bool) -> bool:
         return False
     row_threads = threads // block_m
     return row_threads % WARP_THREADS == 0 or (share_warps and power_of_two(row_threads))
+
+
+def _row_layout_pinned(hints: ScheduleHints) -> bool:
+    """Whether the hints fix the row layout a default rule would otherwise choose: a variant other than the
+    fragment program, or its threads, rows a block or row split."""
+    return hints.variant not in ("auto", "fragment") or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
 
 
 def _row_schedule(
@@ -1253,8 +1259,7 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     if (
         not waits.gathers
         or waits.reduces_after_gather
-        or hints.variant not in ("auto", "fragment")
-        or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
+        or _row_layout_pinned(hints)
         or schedule.variant != "fragment"
         or schedule.block_m > 1
         or schedule.row_split > 1
@@ -1457,12 +1462,7 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule
     # the block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
     narrow = narrow_row(spec)
     block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread)
-    if (
-        block_m == 1
-        or hints.variant not in ("auto", "fragment")
-        or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
-        or (not narrow and block_m * one_row.threads > SM_THREADS // 2)
-    ):
+    if block_m == 1 or _row_layout_pinned(hints) or (not narrow and block_m * one_row.threads > SM_THREADS // 2):
         return None
     why = (
         f"{block_m} rows a block, {block_m * row_bytes} bytes: one {row_bytes}-byte row a block would leave an SM "
@@ -1500,14 +1500,7 @@ def sector_rows(spec: KernelSpec, one_row: Schedule) -> Schedule | None:
     hints = spec.schedule
     context = chain_context(spec)
     wanted = [asked for op in spec.op if (asked := REGISTRY[op.kind].sector_rows(op, context))]
-    if (
-        not wanted
-        or one_row.block_m > 1
-        or one_row.row_split > 1
-        or one_row.vector_elems == 1
-        or hints.variant not in ("auto", "fragment")
-        or any(value != "auto" for value in (hints.block_m, hints.threads, hints.row_split))
-    ):
+    if not wanted or one_row.block_m > 1 or one_row.row_split > 1 or one_row.vector_elems == 1 or _row_layout_pinned(hints):
         return None
     rows, why = max(wanted)
     block_m = 1

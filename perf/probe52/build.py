@@ -28,7 +28,7 @@ FITTED_SEED, FITTED = 5101, 12  # probe51's draw
 
 def small_groups(spec: dict) -> bool:
     return column_group_scales(spec) and all(
-        op.get("group_size", "token") in ("token",) or op["group_size"] <= 32 for op in spec["op"] if op["kind"] == "quant_fp8"
+        op.get("group_size", "token") == "token" or op["group_size"] <= 32 for op in spec["op"] if op["kind"] == "quant_fp8"
     )
 
 
