@@ -340,7 +340,8 @@ def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False, jo
             functions.insert(0, function)
     # Each derived extent after those it uses: the later ones' definitions are read for the earlier names.
     derived = []
-    for name, value in reversed(DERIVED_EXTENTS.items()):
+    extents = DERIVED_EXTENTS | {name: value for stage in route.stages for name, value in REGISTRY[stage.kind].derived_extents.items()}
+    for name, value in reversed(extents.items()):
         if _uses(_code([*kernel, *(line for f in functions for line in f), *derived]), name):
             derived.insert(0, f"{name} = {value.format(columns=frame.columns, row_threads=row_threads)}")
     return (

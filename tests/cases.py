@@ -116,16 +116,25 @@ CASES = {
         128,
         schedule={"block_m": 4},
     ),
-    "rope_dim_8_narrows_vectors": case(
-        "rope_dim 8 at 8-element vectors would sit in one thread: vectors narrowed to 4", [RMS, rope(8)], hidden=4096
+    # A span the loops over it alone cannot lay out turns in the row tiles holding it (rope.rope_loop
+    # "tiles"); the row keeps its 16-byte vectors.
+    "rope_dim_8_span_tiles": case(
+        "rope_dim 8 inside one thread's 8-element vector: turned in the row tile holding it, the row on 16-byte vectors",
+        [RMS, rope(8)],
+        hidden=4096,
     ),
-    "rope_span_would_wrap": case(
-        "a 128-wide tail span at columns 72..199 would wrap a 128-column tile: wider tile chosen",
+    "rope_span_tiles_wrap": case(
+        "a 128-wide gptj tail span at columns 72..199, wrapping a 128-column tile: turned in the two tiles holding it",
         [LN, rope(128, style="gptj")],
         "float32",
         200,
     ),
-    "rope_dim_2_scalar": case("the smallest span: one pair, scalar accesses", [LN, rope(2, style="gptj"), quant(8)], "float32", 640),
+    "rope_dim_2_span_tiles": case(
+        "the smallest span, one gptj pair, turned in registers in the row tile holding it",
+        [LN, rope(2, style="gptj"), quant(8)],
+        "float32",
+        640,
+    ),
     "quant_pinned_999_tokens": case(
         "token count pinned by the spec (static shapes), 4 rows per block, partial last block",
         [RMS, rope(64), quant(128)],

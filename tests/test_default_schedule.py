@@ -643,11 +643,12 @@ def test_a_stream_ring_copies_at_least_four_bytes_a_thread():
     compile ("no eligible global->shared store", a random spec); refused naming the thread counts that fit."""
     with pytest.raises(ChainError) as caught:
         planned([RMS, rope(2)], "bfloat16", 256, schedule={"variant": "stream", "threads": 256, "prefetch": False})
-    assert caught.value.key == "schedule.threads" and "2-byte vectors of 1 column(s)" in caught.value.message
-    # A 2-column RoPE span takes one column per vector at any thread count: no count streams it in bf16.
-    assert caught.value.message.endswith("thread counts that do: none (use variant fragment)")
-    s = planned([RMS, rope(2)], "float32", 256, schedule={"variant": "stream", "threads": 256, "prefetch": False})
-    assert (s.variant, s.vector_bytes) == ("stream", 4)
+    assert caught.value.key == "schedule.threads" and "256 columns over 256 threads" in caught.value.message
+    # A 2-column RoPE span leaves the row its 16-byte vectors (turned in the row tile holding it,
+    # rope.rope_loop): the counts whose ring copies split the row into them are offered.
+    assert caught.value.message.endswith("thread counts that do: 32, 64")
+    s = planned([RMS, rope(2)], "float32", 512, schedule={"variant": "stream", "threads": 256, "prefetch": False})
+    assert (s.variant, s.vector_bytes) == ("stream", 8)
 
 
 def test_a_spec_that_names_its_variant_is_not_streamed():

@@ -11,7 +11,18 @@ import itertools
 import pytest
 
 from fusegen.model import Layout
-from fusegen.ops.rope import WARP_LANES, _shuffles_in_branches, pairs_in_registers, shuffle_pairing, span_start
+from fusegen.ops.rope import (
+    SPAN_TILES,
+    WARP_LANES,
+    _shuffles_in_branches,
+    pairs_in_registers,
+    rope_loop,
+    shuffle_pairing,
+    span_loops_fit,
+    span_start,
+)
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
 
 
 def thread_and_index(column: int, layout: Layout, row: int = 0) -> tuple[int, int]:
@@ -148,3 +159,57 @@ def test_a_shuffle_of_all_lanes_in_any_branch_is_found(cuda, branched):
     """The CUDA check behind every RoPE shuffle whose mask names all lanes: a branch around it, at any
     depth, would keep lanes from a shuffle that waits on them."""
     assert _shuffles_in_branches(cuda, SHUFFLE) == branched
+
+
+def test_a_span_the_span_loops_cannot_lay_out_turns_in_the_row_tiles_holding_it():
+    """rope_loop says "tiles" exactly where loops over the span alone do not fit the layout, and the
+    factory's rope_tiles_start and rope_tiles_columns (SPAN_TILES, evaluated as the factory evaluates
+    them) are whole row tiles inside the padded row, the first holding the span's first column and the
+    last its last."""
+    in_tiles = 0
+    for layout, dim, span in CONFIGURATIONS:
+        params = {"rope_dim": dim, "span": span, "style": "neox"}
+        start = span_start(params, layout.hidden)
+        fits = span_loops_fit(dim, start, layout.threads, layout.vector)
+        assert rope_loop(params, layout) == ("span" if fits else "tiles"), (layout, dim, span)
+        if fits:
+            continue
+        in_tiles += 1
+        names = {"ROPE_START": start, "ROPE_DIM": dim, "threads": layout.threads, "vector": layout.vector}
+        for name, source in SPAN_TILES.items():
+            names[name] = eval(source.format(row_threads="threads"), {}, names)  # noqa: S307 (our own source)
+        first, columns, tile = names["rope_tiles_start"], names["rope_tiles_columns"], layout.threads * layout.vector
+        assert first % tile == 0 and columns % tile == 0, (layout, dim, span)
+        assert first <= start < first + tile, (layout, dim, span)
+        assert first + columns - tile < start + dim <= first + columns <= layout.padded_hidden, (layout, dim, span)
+    assert in_tiles > 100, "too few spans outside the span loops for the check to mean anything"
+
+
+def test_heads_and_blocks_of_several_rows_loop_over_the_row():
+    per_head = {"rope_dim": 2, "span": "tail", "style": "gptj", "head_dim": 64}
+    assert rope_loop(per_head, Layout(1, 4096, 4096, 128, 8)) == "row"
+    assert rope_loop({"rope_dim": 64, "span": "tail", "style": "neox"}, Layout(2, 4096, 4096, 256, 8)) == "row"
+
+
+@pytest.mark.parametrize(
+    "dtype, hidden, rope, why",
+    [
+        ("float32", 640, {"rope_dim": 2, "style": "gptj"}, "one pair: once 4-byte loads"),
+        ("bfloat16", 3200, {"rope_dim": 8, "source": "cache", "max_position": 4096}, "a span inside one vector: once 8-byte loads"),
+        ("float16", 2304, {"rope_dim": 2, "span": "head", "style": "gptj"}, "probe47's 008: once 2-byte loads"),
+        ("bfloat16", 7168, {"rope_dim": 2, "span": "head", "source": "cache", "max_position": 4096}, "probe55's 00: once 2-byte"),
+    ],
+)
+def test_a_short_span_leaves_the_row_its_vectors(dtype, hidden, rope, why):
+    """A span of a few columns used to narrow every load of the row to its own width; turned in the row
+    tiles holding it, the row keeps the vectors the same chain has without the RoPE, on every route."""
+    ops = [{"kind": "rmsnorm"}, {"kind": "rope", **rope}, {"kind": "quant_fp8", "group_size": "token"}]
+    rotating, plain = (
+        plan(KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": chain}), "k.toml")
+        for chain in (ops, [ops[0], ops[2]])
+    )
+    assert rotating.routes[-1].schedule.vector_bytes == 16, why
+    for route in rotating.routes:
+        for tokens in (route.first_tokens, route.last_tokens or 1 << 20):
+            assert route.schedule.vector_bytes == plain.route_for(tokens).schedule.vector_bytes, (why, tokens)
+        assert route.stages[1].params["loop"] == ("row" if route.schedule.block_m > 1 else "tiles"), why

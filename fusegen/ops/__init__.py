@@ -219,6 +219,9 @@ class Op(ABC, Generic[S]):
     linear: ClassVar[bool] = False  # commutes with scaling the row by a per-row factor (may sit inside a joint reduction)
     joint: ClassVar[JointReduction | None] = None
     whole_kernel_variants: ClassVar[Mapping[str, WholeKernel]] = {}
+    # Names a program factory derives from its parameters for the op's fragments (name -> source, as
+    # codegen.DERIVED_EXTENTS: {row_threads} is one block row's threads), each after those it uses.
+    derived_extents: ClassVar[Mapping[str, str]] = {}
     readme_keys: ClassVar[str]  # the README's Ops table row: the keys and what they allow
 
     def check(self, op: S, ctx: ChainContext) -> list[tuple[str, str]]:

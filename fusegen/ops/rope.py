@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ..codegen import HEAD_DIM, TILE, KernelFrame, all_of, indent, shape_source
 from ..cuda_checks import Check
-from ..model import WARP_LANES, Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
+from ..model import DTYPE_BYTES, WARP_LANES, Constant, Dim, Extent, Layout, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import ROTATE, ChainContext, Op, OpSpec, added_key, described, head_dim_constant, kind_field, register
 
 ALL_LANES = (1 << WARP_LANES) - 1
@@ -156,6 +156,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     if ctx.head_dim is not None:
         params |= {"head_dim": ctx.head_dim, "heads": ctx.heads}
     start = span_start(params, rotated_width(params, ctx.hidden))
+    params |= {"loop": rope_loop(params, ctx.layout)}
     shuffle = shuffle_pairing(params, ctx.layout)
     if pairs_in_registers(params, ctx.layout):
         params |= {"pairing": "registers"}
@@ -169,7 +170,7 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
         lanes, mask = shuffle
         params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": mask}
         # Over the whole row, every lane shuffles into rope_partner first, outside any branch on the span.
-        over_row = loops_over_row(params, ctx.block_m)
+        over_row = params["loop"] != "span"
         through_partner = over_row and branches_on_span(params, ctx.layout)
         scratch = (_partner_scratch(ctx, "each column's partner by warp shuffle, signed"),) if through_partner else ()
         which_lanes = "on every lane" if over_row else "among the span's lanes"
@@ -225,18 +226,49 @@ def _partner_scratch(ctx: ChainContext, why: str) -> Scratch:
     return Scratch("rope_partner", "fragment", ctx.rows(ctx.padded_hidden), "float32", why)
 
 
-def loops_over_row(params: dict, block_m: int) -> bool:
-    """Whether the RoPE loops over the whole row, each column checking whether it lies in a span: per
-    head (a span in every head), or on a block of several rows, where a loop over the span alone covers
-    a few threads of each row's warps, a thread set TileLang's layout inference cannot invert ("Could
-    not normalize iterators"). Otherwise the loops cover the span alone."""
-    return "head_dim" in params or block_m > 1
+def span_loops_fit(rope_dim: int, start: int, threads: int, vector: int) -> bool:
+    """Whether TileLang lays out loops over the row's one span alone (rope_dim columns from column `start`)
+    on a row layout of `threads` (those of one block row) × `vector`-column vectors. Seen failing
+    otherwise: a span inside one thread's vector (rope_dim 8 at 8-element vectors), and a span that wraps
+    from the end of a tile to the start of the next (rope_dim 128 at columns 72..199 of 128-column tiles)."""
+    tile = threads * vector
+    whole_vectors = rope_dim % vector == 0 and rope_dim // vector >= 2
+    within_tile = start % tile + rope_dim <= tile or (start % tile == 0 and rope_dim % tile == 0)
+    return whole_vectors and within_tile
+
+
+def rope_loop(params: dict, layout: Layout) -> str:
+    """How the RoPE's loops cover its columns:
+    - "row": one loop over the whole row, each column checking whether it lies in a span: per head (a span
+      in every head), or on a block of several rows, where a loop over the span alone covers a few threads
+      of each row's warps, a thread set TileLang's layout inference cannot invert ("Could not normalize
+      iterators");
+    - "tiles": the row's one span where loops over it alone do not fit the row layout (span_loops_fit):
+      a loop over the row tiles holding it, each column checked, so a short span (rope_dim 2) does not
+      narrow the whole row's vectors to its own width, and costs a check on the few columns of those tiles;
+    - "span": loops over the span alone."""
+    if "head_dim" in params or layout.block_m > 1:
+        return "row"
+    return "span" if span_loops_fit(params["rope_dim"], span_start(params, layout.hidden), layout.threads, layout.vector) else "tiles"
+
+
+# The row tiles holding the span of a "tiles" loop (rope_loop), which a program factory derives from its
+# thread count as it derives its chunks (emit: factory-level names, each after those it uses).
+SPAN_TILES = {
+    "rope_tiles_start": "ROPE_START // ({row_threads} * vector) * ({row_threads} * vector)  # the row tile holding the RoPE span's first column",
+    "rope_tiles_columns": (
+        "-(-(ROPE_START + ROPE_DIM - rope_tiles_start) // ({row_threads} * vector)) * ({row_threads} * vector)"
+        "  # the columns of the row tiles holding the span"
+    ),
+}
 
 
 def branches_on_span(params: dict, layout: Layout) -> bool:
-    """Whether a loop over the whole row (loops_over_row) passes columns outside every span (a span
-    shorter than its head or row, or padding columns), so that it rotates a column only where a
+    """Whether a loop over the row or its span's tiles (rope_loop) passes columns outside every span (a
+    span shorter than its head or row, or padding columns), so that it rotates a column only where a
     condition holds: TileLang turns that select into a branch."""
+    if params["loop"] == "tiles":
+        return True  # a span that filled its tiles would fit the loops over it alone (span_loops_fit)
     return params["rope_dim"] != rotated_width(params, layout.hidden) or layout.pads_columns
 
 
@@ -250,7 +282,7 @@ def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | No
     indices differ in exactly the partner-distance bit; that is checked for every span column of the
     first row (the others are the same lanes of other warps). A single span's shuffle runs in a branch
     only its lanes take, so its mask must be exactly those lanes, the same in every warp and tile (or
-    there is no single mask to give); a loop over the whole row (loops_over_row) runs it on every lane."""
+    there is no single mask to give); a loop over the row or the span's tiles (rope_loop) runs it on every lane."""
     if layout is None or params["style"] != "neox":
         return None
     half, vector = params["rope_dim"] // 2, layout.vector
@@ -270,8 +302,8 @@ def shuffle_pairing(params: dict, layout: Layout | None) -> tuple[int, int] | No
             return None
         warp = (index // vector, thread // WARP_LANES)
         masks[warp] = masks.get(warp, 0) | 1 << thread % WARP_LANES
-    if loops_over_row(params, layout.block_m):
-        return lanes, ALL_LANES  # every lane shuffles (_emit_over_row)
+    if rope_loop(params, layout) != "span":
+        return lanes, ALL_LANES  # every lane shuffles (_emit_over_columns)
     if len(set(masks.values())) != 1:
         return None
     return lanes, next(iter(masks.values()))
@@ -294,20 +326,6 @@ def pairs_in_registers(params: dict, layout: Layout | None) -> bool:
     )
 
 
-def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
-    """Whether TileLang can lay out the span loops on the pinned row layout (a tile is threads·vector
-    columns, `threads` those of one block row). Seen failing otherwise: a span inside one thread's vector (rope_dim 8 at 8-element
-    vectors), and a span that wraps from the end of a tile to the start of the next (rope_dim 128 at
-    columns 72..199 of 128-column tiles)."""
-    if ctx.head_dim:
-        return True  # the per-head form loops over the whole row in its own layout
-    tile = threads * vector
-    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden) % tile
-    whole_vectors = op.rope_dim % vector == 0 and op.rope_dim // vector >= 2
-    within_tile = start + op.rope_dim <= tile or (start == 0 and op.rope_dim % tile == 0)
-    return whole_vectors and within_tile
-
-
 HALF = "ROPE_HALF"
 
 
@@ -328,8 +346,8 @@ def _cos_sin(stage: Stage, frame: KernelFrame, pair: str) -> tuple[str, str]:
 
 
 def emit_kernel(stage: Stage, frame: KernelFrame) -> list[str]:
-    if loops_over_row(stage.params, frame.layout.block_m):
-        return _emit_over_row(stage, frame)
+    if stage.params["loop"] != "span":
+        return _emit_over_columns(stage, frame)
     return _emit_span(stage, frame, "ROPE_START", "ROPE_START // 2")
 
 
@@ -337,8 +355,8 @@ def emit_tile(stage: Stage, frame: KernelFrame) -> list[str]:
     """Variant reread: spans in every head turn in every tile (a tile holds whole heads, tile_rule); the
     row's one span, at its head or tail, in the first or last tile, where it starts at the tile's first
     column or ROPE_DIM before its end. Its buffers are declared before the branch."""
-    if loops_over_row(stage.params, frame.layout.block_m):
-        return _emit_over_row(stage, frame)
+    if stage.params["loop"] == "row":
+        return _emit_over_columns(stage, frame)
     width, tiles = frame.width, rendered(frame.layout.parts)
     if stage.params["span"] == "tail":
         lines = _emit_span(stage, frame, f"{width} - ROPE_DIM", f"{width} // 2 - {HALF}")
@@ -426,34 +444,41 @@ def _partner_from_registers(stage: Stage, frame: KernelFrame, each_pair: str, fi
     ]
 
 
-def _emit_over_row(stage: Stage, frame: KernelFrame) -> list[str]:
-    """RoPE as one loop over the whole row in its own layout (loops_over_row): column j is column
-    k = j % HEAD_DIM − ROPE_START of its head's span, or j − ROPE_START of the row's. (A loop over
+def _emit_over_columns(stage: Stage, frame: KernelFrame) -> list[str]:
+    """RoPE as one loop in the row's own layout over the whole row (rope_loop "row") or over the row tiles
+    holding its one span (rope_loop "tiles": columns rope_tiles_start + j). Column c is column
+    k = c % HEAD_DIM − ROPE_START of its head's span, or c − ROPE_START of the row's. (A loop over
     (heads, span) mapped onto the row failed TileLang's layout inference where heads do not tile the
     threads' columns evenly.)"""
     p = stage.params
     per_head = "head_dim" in p
-    k = f"(j % {HEAD_DIM} - ROPE_START)" if per_head else "(j - ROPE_START)"
+    if p["loop"] == "tiles":
+        column, extent, first_column = "rope_tiles_start + j", "rope_tiles_columns", "rope_tiles_start"
+        loop = f"for j in T.Parallel({extent}, loop_layout=on_row_threads({extent}, {first_column})):"
+        each_pair = f"for p in T.Parallel({extent} // 2, loop_layout=on_row_threads({extent} // 2, {first_column}, 2)):"
+        first_pair = f"{first_column} // 2"
+    else:
+        column, loop = "j", frame.loop(("j", frame.columns))
+        each_pair, first_pair = frame.loop(("p", rendered(parts_of(frame.layout.padded_hidden, 2, "2")))), ""
+    k = f"({column} % {HEAD_DIM} - ROPE_START)" if per_head else f"({column} - ROPE_START)"
     neox = p["style"] == "neox"
     pair, first = (f"{k} % {HALF}", f"{k} < {HALF}") if neox else (f"{k} // 2", f"{k} % 2 == 0")
     cos, sin = _cos_sin(stage, frame, pair)
     conditions = [] if p["rope_dim"] == rotated_width(p, frame.hidden) else [f"0 <= {k}", f"{k} < ROPE_DIM"]
-    if frame.layout.pads_columns:
+    if frame.layout.pads_columns and p["loop"] == "row":
         conditions.append(f"j < {frame.width}")  # padding columns would index past the span buffer
     in_span = all_of(conditions) if conditions else None
 
-    element = f"row[{frame.at('j')}]"
+    element = f"row[{frame.at(column)}]"
 
     def rotated(value: str, partner: str) -> str:
         turned = f"{value} * {cos} + {partner} * {sin}"
         return turned if in_span is None else f"T.if_then_else({in_span}, {turned}, {element})"
 
-    loop = frame.loop(("j", frame.columns))
-    partner_of_element = f"rope_partner[{frame.at('j')}]"
+    partner_of_element = f"rope_partner[{frame.at(column)}]"
     rotate = [loop, f"    {element} = {rotated(element, partner_of_element)}"]
     if p["pairing"] == "registers":
-        each_pair = frame.loop(("p", rendered(parts_of(frame.layout.padded_hidden, 2, "2"))))
-        return [*_partner_from_registers(stage, frame, each_pair), *rotate]
+        return [*_partner_from_registers(stage, frame, each_pair, first_pair), *rotate]
     if p["pairing"] == "shuffle":
         # Every lane shuffles (columns outside the spans too, their partner unused), so the mask of all
         # lanes is exact; where the rotation branches on the span, the shuffle goes before the branch.
@@ -461,8 +486,8 @@ def _emit_over_row(stage: Stage, frame: KernelFrame) -> list[str]:
         sign = f"T.if_then_else({first}, -1.0, 1.0)"
         if not branches_on_span(p, frame.layout):
             return [*_sign_comment(stage), loop, f"    {element} = {rotated(element, f'{swapped} * {sign}')}"]
-        return [*_partner_fragment(stage, frame), loop, f"    rope_partner[{frame.at('j')}] = {swapped} * {sign}", *rotate]
-    at = frame.at(f"j // {HEAD_DIM} * ROPE_DIM + {k}" if per_head else k)
+        return [*_partner_fragment(stage, frame), loop, f"    {partner_of_element} = {swapped} * {sign}", *rotate]
+    at = frame.at(f"{column} // {HEAD_DIM} * ROPE_DIM + {k}" if per_head else k)
     distance = HALF if neox else "1"
     partner = f"T.if_then_else({first}, -rope_span[{at} + {distance}], rope_span[{at} - {distance}])"
     store = [f"    rope_span[{at}] = {element}"] if in_span is None else [f"    if {in_span}:", f"        rope_span[{at}] = {element}"]
@@ -511,7 +536,7 @@ def check_pairing(source: str, params: dict, schedule: Schedule) -> Check:
         found = len(re.findall(shuffle, source))
         ok = found > 0 and re.search(r"\brope_span\b", source) is None
         detail = f"{found} shuffle(s) over lanes {params['lane_mask']:#x}, {params['partner_lanes']} apart"
-        if loops_over_row(params, schedule.block_m):
+        if params["loop"] != "span":
             # Every lane shuffles (mask: all lanes), so no branch may keep a lane from it. (A span loop's
             # shuffle runs in the branch of the span's lanes, which its mask names.)
             branched = _shuffles_in_branches(source, shuffle)
@@ -579,6 +604,7 @@ class Rope(Op[RopeSpec]):
     place = ROTATE
     transforms_row = True
     linear = True
+    derived_extents = SPAN_TILES
     readme_keys = (
         "`rope_dim` (even, ≤ hidden; with the top-level `head_dim` ≤ head_dim: the span lies in every head, each head turned by "
         "its token's angles), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
@@ -590,7 +616,6 @@ class Rope(Op[RopeSpec]):
     emit_kernel = staticmethod(emit_kernel)
     emit_tile = staticmethod(emit_tile)
     emit_reference = staticmethod(emit_reference)
-    accepts_layout = staticmethod(accepts_layout)
 
     def crowds_few_warps(self, stage: Stage) -> bool:
         lanes = stage.params.get("partner_lanes")
@@ -609,7 +634,14 @@ class Rope(Op[RopeSpec]):
                 if tile_columns % ctx.head_dim == 0
                 else f"rotates a span in every head of {ctx.head_dim} columns, which a tile of {tile_columns} splits"
             )
-        return None if op.rope_dim <= tile_columns else f"rotates {op.rope_dim} columns, more than a tile of {tile_columns} holds"
+        if op.rope_dim > tile_columns:
+            return f"rotates {op.rope_dim} columns, more than a tile of {tile_columns} holds"
+        # A tile finishes its span in loops over the span alone (emit_tile), on one 16-byte vector a thread.
+        vector = 16 // DTYPE_BYTES[ctx.dtype]
+        start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
+        if not span_loops_fit(op.rope_dim, start, tile_columns // vector, vector):
+            return f"rotates columns [{start}, {start + op.rope_dim}), which loops over a tile of {tile_columns} in {vector}-column vectors cannot hold"
+        return None
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
         if ctx.head_dim is not None:
