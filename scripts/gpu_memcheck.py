@@ -1,7 +1,8 @@
 """Small runs for compute-sanitizer: every generated kernel (unless --shared-only), then every stream case
 of tests/cases.py, every route of a case that stages column-major scales in shared memory, every case
 still pending a GPU run, and (unless --shared-only) every route of a kernel the planner routes by token
-count. Usage: compute-sanitizer --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--shared-only]
+count. --pending-only: the cases pending a GPU run alone, every route of theirs. Usage: compute-sanitizer
+--tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--shared-only | --pending-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and
@@ -27,7 +28,8 @@ sys.path.insert(0, str(root / "tests"))
 from cases import CASES, PENDING_GPU_CASES, spec_for  # noqa: E402
 
 logging.getLogger("tilelang").setLevel(logging.WARNING)
-if "--shared-only" not in sys.argv:
+pending_only = "--pending-only" in sys.argv
+if "--shared-only" not in sys.argv and not pending_only:
     for kernel_dir in sorted((root / "generated").glob("*/kernel.py")):
         name = kernel_dir.parent.name
         for tokens in (8, 3):
@@ -40,7 +42,7 @@ for name in sorted(PENDING_GPU_CASES):
     for tokens in (8, 3):
         checking.run_and_compare(module, tokens)
     print(f"sanitized {name}: ran at 8 and 3 tokens, matched the reference", flush=True)
-for name in sorted({**CASES, **PENDING_GPU_CASES}):
+for name in sorted(PENDING_GPU_CASES if pending_only else {**CASES, **PENDING_GPU_CASES}):
     spec = KernelSpec.model_validate(spec_for(name))
     planned = plan(spec, name)
     module = None
