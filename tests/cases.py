@@ -116,6 +116,31 @@ CASES = {
         128,
         schedule={"block_m": 4},
     ),
+    "rope_dim_8_narrows_vectors": case(
+        "rope_dim 8 at 8-element vectors would sit in one thread: the span loops hold it on 8-byte vectors (rope.accepts_layout)",
+        [RMS, rope(8)],
+        hidden=4096,
+    ),
+    # Passed on the H200 (2026-12-03). A span the loops over it alone cannot lay out turns in the row tiles
+    # holding it (rope.rope_loop "tiles"), the row on vectors wider than the span's own.
+    "rope_span_tiles_wrap": case(
+        "a 128-wide gptj tail span at columns 72..199, wrapping a 128-column tile: turned in the two tiles holding it",
+        [LN, rope(128, style="gptj")],
+        "float32",
+        200,
+    ),
+    "rope_dim_2_span_tiles": case(
+        "the smallest span, one gptj pair, turned in registers in the row tile holding it",
+        [LN, rope(2, style="gptj"), quant(8)],
+        "float32",
+        640,
+    ),
+    "rope_cache_span_tiles": case(
+        "a neox pair at the row's head read from the cos/sin cache, turned through shared memory in the row tile holding it",
+        [RMS, rope(2, span="head", source="cache", max_position=4096), quant(128)],
+        hidden=7168,
+        outputs={"y": False},
+    ),
     "quant_pinned_999_tokens": case(
         "token count pinned by the spec (static shapes), 4 rows per block, partial last block",
         [RMS, rope(64), quant(128)],
@@ -674,33 +699,7 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
-    # A span the loops over it alone cannot lay out turns in the row tiles holding it (rope.rope_loop
-    # "tiles"); the row keeps its 16-byte vectors.
-    "rope_dim_8_span_tiles": case(
-        "rope_dim 8 inside one thread's 8-element vector: turned in the row tile holding it, the row on 16-byte vectors",
-        [RMS, rope(8)],
-        hidden=4096,
-    ),
-    "rope_span_tiles_wrap": case(
-        "a 128-wide gptj tail span at columns 72..199, wrapping a 128-column tile: turned in the two tiles holding it",
-        [LN, rope(128, style="gptj")],
-        "float32",
-        200,
-    ),
-    "rope_dim_2_span_tiles": case(
-        "the smallest span, one gptj pair, turned in registers in the row tile holding it",
-        [LN, rope(2, style="gptj"), quant(8)],
-        "float32",
-        640,
-    ),
-    "rope_cache_span_tiles": case(
-        "a neox pair at the row's head read from the cos/sin cache, turned through shared memory in the row tile holding it",
-        [RMS, rope(2, span="head", source="cache", max_position=4096), quant(128)],
-        hidden=7168,
-        outputs={"y": False},
-    ),
-}
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

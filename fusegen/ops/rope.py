@@ -252,6 +252,25 @@ def rope_loop(params: dict, layout: Layout) -> str:
     return "span" if span_loops_fit(params["rope_dim"], span_start(params, layout.hidden), layout.threads, layout.vector) else "tiles"
 
 
+# Where loops over the span alone hold it on 8-byte vectors, a row on 16-byte ones (its span turned in its
+# tiles) did not pay: 0.73–1.06 × the 8-byte row (geometric mean 0.95; bf16 3200 LayerNorm → cache RoPE 8
+# 0.75 → 0.54 × copy at 181 registers against 127); where only 2- or 4-byte vectors held it, 16 bytes ran
+# 0.81–4.28 × as fast (12 of 19 faster, 5 even; bf16 8192 add → LayerNorm → RoPE 2 → FP8 0.20 → 0.84; perf/probe55).
+SPAN_LOOPS_ENOUGH_VECTOR_BYTES = 8
+
+
+def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
+    """Every row layout turns the span (rope_loop: in its row tiles where loops over it alone do not fit),
+    but a row's one span that those loops hold on SPAN_LOOPS_ENOUGH_VECTOR_BYTES-byte vectors of the same
+    threads refuses wider vectors, whose loops it would need its tiles for."""
+    elem = DTYPE_BYTES[ctx.dtype]
+    if ctx.head_dim or vector * elem <= SPAN_LOOPS_ENOUGH_VECTOR_BYTES:
+        return True
+    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
+    enough = SPAN_LOOPS_ENOUGH_VECTOR_BYTES // elem
+    return span_loops_fit(op.rope_dim, start, threads, vector) or not span_loops_fit(op.rope_dim, start, threads, enough)
+
+
 # The row tiles holding the span of a "tiles" loop (rope_loop), which a program factory derives from its
 # thread count as it derives its chunks (emit: factory-level names, each after those it uses).
 SPAN_TILES = {
@@ -605,6 +624,7 @@ class Rope(Op[RopeSpec]):
     transforms_row = True
     linear = True
     derived_extents = SPAN_TILES
+    accepts_layout = staticmethod(accepts_layout)
     readme_keys = (
         "`rope_dim` (even, ≤ hidden; with the top-level `head_dim` ≤ head_dim: the span lies in every head, each head turned by "
         "its token's angles), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
