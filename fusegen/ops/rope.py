@@ -255,7 +255,8 @@ def rope_loop(params: dict, layout: Layout) -> str:
 # Where loops over the span alone hold it on 8-byte vectors, a row on 16-byte ones (its span turned in its
 # tiles) did not pay: 0.73–1.06 × the 8-byte row (geometric mean 0.95; bf16 3200 LayerNorm → cache RoPE 8
 # 0.75 → 0.54 × copy at 181 registers against 127); where only 2- or 4-byte vectors held it, 16 bytes ran
-# 0.81–4.28 × as fast (12 of 19 faster, 5 even; bf16 8192 add → LayerNorm → RoPE 2 → FP8 0.20 → 0.84; perf/probe55).
+# 0.81–4.28 × as fast (12 of 19 faster, 5 even; bf16 8192 add → LayerNorm → rescale → RoPE 2 → FP8 0.20 → 0.84;
+# perf/probe55).
 SPAN_LOOPS_ENOUGH_VECTOR_BYTES = 8
 
 
