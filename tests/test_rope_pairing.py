@@ -10,6 +10,7 @@ import itertools
 
 import pytest
 
+from fusegen.errors import ChainError
 from fusegen.model import Layout
 from fusegen.ops.rope import (
     SPAN_TILES,
@@ -231,3 +232,17 @@ def test_a_span_the_loops_hold_on_8_byte_vectors_keeps_them(dtype, hidden, rope)
     for route in plan(spec, "k.toml").routes:
         assert route.schedule.vector_bytes == 8, route.schedule
         assert route.stages[1].params["loop"] == ("row" if route.schedule.block_m > 1 else "span")
+
+
+def test_the_reread_variant_refuses_a_span_its_tiles_cannot_turn_alone():
+    """Variant reread turns a row's one span in loops over it alone (rope.emit_tile); a span inside one
+    16-byte vector is refused, naming the columns and the rule, where the fragment program turns it."""
+    ops = [{"kind": "rmsnorm"}, {"kind": "rope", "rope_dim": 8}]
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 8192, "op": ops, "outputs": {"y": False}}
+    with pytest.raises(ChainError) as caught:
+        plan(KernelSpec.model_validate({**spec, "schedule": {"variant": "reread"}}), "k.toml")
+    assert caught.value.key == "schedule.variant"
+    assert (
+        "rope rotates columns [8184, 8192): a tile turns its span only where that covers two or more whole 8-column" in caught.value.message
+    )
+    assert plan(KernelSpec.model_validate(spec), "k.toml").routes[-1].schedule.variant != "reread"

@@ -169,11 +169,12 @@ def plan(op: RopeSpec, index: int, ctx: ChainContext) -> Stage:
     elif shuffle is not None:
         lanes, mask = shuffle
         params |= {"pairing": "shuffle", "partner_lanes": lanes, "lane_mask": mask}
-        # Over the whole row, every lane shuffles into rope_partner first, outside any branch on the span.
-        over_row = params["loop"] != "span"
-        through_partner = over_row and branches_on_span(params, ctx.layout)
+        # Over the row or the span's tiles, every lane shuffles into rope_partner first, outside any branch
+        # on the span.
+        every_lane = params["loop"] != "span"
+        through_partner = every_lane and branches_on_span(params, ctx.layout)
         scratch = (_partner_scratch(ctx, "each column's partner by warp shuffle, signed"),) if through_partner else ()
-        which_lanes = "on every lane" if over_row else "among the span's lanes"
+        which_lanes = "on every lane" if every_lane else "among the span's lanes"
         decision = (
             f"pairing: warp shuffle, partners {lanes} lanes apart. The span lies in one tile of the row layout, one vector "
             "per thread at the same register index, its threads aligned in one warp, so each value swaps with its partner's "
@@ -262,8 +263,9 @@ SPAN_LOOPS_ENOUGH_VECTOR_BYTES = 8
 
 def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
     """Every row layout turns the span (rope_loop: in its row tiles where loops over it alone do not fit),
-    but a row's one span that those loops hold on SPAN_LOOPS_ENOUGH_VECTOR_BYTES-byte vectors of the same
-    threads refuses wider vectors, whose loops it would need its tiles for."""
+    except wider vectors than SPAN_LOOPS_ENOUGH_VECTOR_BYTES for a row's one span that loops over it alone
+    hold on vectors of that width and not on the wider ones: it would turn in its tiles there, which ran
+    slower than the narrower vectors."""
     elem = DTYPE_BYTES[ctx.dtype]
     if ctx.head_dim or vector * elem <= SPAN_LOOPS_ENOUGH_VECTOR_BYTES:
         return True
@@ -648,7 +650,7 @@ class Rope(Op[RopeSpec]):
 
     def tile_rule(self, op: RopeSpec, ctx: ChainContext, tile_columns: int) -> str | None:
         """A tile holds whole heads, each with its span; or, over the row, its one span (at the row's head or
-        tail, and the row a whole number of tiles)."""
+        tail, and the row a whole number of tiles), which loops over the span alone lay out (span_loops_fit)."""
         if ctx.head_dim is not None:
             return (
                 None
@@ -661,7 +663,10 @@ class Rope(Op[RopeSpec]):
         vector = 16 // DTYPE_BYTES[ctx.dtype]
         start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
         if not span_loops_fit(op.rope_dim, start, tile_columns // vector, vector):
-            return f"rotates columns [{start}, {start + op.rope_dim}), which loops over a tile of {tile_columns} in {vector}-column vectors cannot hold"
+            return (
+                f"rotates columns [{start}, {start + op.rope_dim}): a tile turns its span only where that covers two or more "
+                f"whole {vector}-column vectors in one tile of {tile_columns}"
+            )
         return None
 
     def needs_whole_row(self, op: RopeSpec, ctx: ChainContext) -> str | None:
