@@ -10,12 +10,13 @@ per-head chain fits one of them).
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "perf" / "probe50"))
+from build_rules import build  # noqa: E402  (the untuned build)
+
 SEED = 5601
 WIDTHS = (896, 1280, 1792, 2304, 3200, 4608, 5376, 6656, 8960, 9216, 10240, 11008, 13824, 14336, 18432)
 
@@ -30,12 +31,7 @@ def main(out: Path) -> None:
     for name, spec in sweep.generate(SEED).items():
         held = name.replace("sweep_", "held_", 1)
         (specs / f"{held}.toml").write_text(sweep.to_toml({**spec, "name": held}, SEED))
-    untuned = out / "no-tuning.json"
-    untuned.write_text(json.dumps({}))
-    subprocess.run(
-        [sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(out / "time" / "kernels"), "--tuning", str(untuned)],
-        check=True,
-    )
+    build(ROOT, specs.resolve(), (out / "time" / "kernels").resolve())
 
 
 if __name__ == "__main__":

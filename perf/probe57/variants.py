@@ -8,15 +8,15 @@ count that is not one), untuned, so one device call shows which knob each slow r
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "perf" / "probe50"))
+from build_rules import build  # noqa: E402  (the untuned build)
 from test_injection import dump  # noqa: E402
 
 from fusegen.errors import ChainError, SpecError  # noqa: E402
@@ -67,12 +67,7 @@ def main(out: Path) -> None:
                 print(f"{spec['name']}: the planner's own schedule, skipped")
                 continue
             target.write_text(dump(spec))
-    untuned = out / "no-tuning.json"
-    untuned.write_text(json.dumps({}))
-    subprocess.run(
-        [sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(out / "time" / "kernels"), "--tuning", str(untuned)],
-        check=True,
-    )
+    build(ROOT, specs.resolve(), (out / "time" / "kernels").resolve())
 
 
 if __name__ == "__main__":
