@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from fusegen import checking
-from fusegen.ops.quant_fp8 import STAGED_SCALES
+from fusegen.ops.quant_fp8 import stages_scales
 from fusegen.plan import plan
 from fusegen.runtime import sm_count
 from fusegen.spec import KernelSpec
@@ -52,7 +52,7 @@ for name in sorted(PENDING_GPU_CASES if pending_only else {**CASES, **PENDING_GP
             grid = schedule.blocks_per_sm * sm_count()
             tokens = spec.tokens or max(2 * grid + 3, route.first_tokens)
             what = f"streamed {tokens} tokens over {min(tokens, grid)} blocks"
-        elif any(b.name == STAGED_SCALES for b in route.scratch):
+        elif any(stages_scales(stage) for stage in route.stages):
             tokens = spec.tokens or (route.last_tokens or route.first_tokens + 2)
             what = f"stored its staged scales at {tokens} tokens"
         elif len(planned.routes) > 1 and "--shared-only" not in sys.argv:

@@ -132,7 +132,7 @@ def staged_scales(op: QuantFP8Spec, ctx: ChainContext) -> bool:
     return op.scale_layout == "column" and op.group_size != "token" and ctx.block_m > 1
 
 
-def _stages_scales(stage: Stage) -> bool:
+def stages_scales(stage: Stage) -> bool:
     """Whether the stage was planned with its scales staged (staged_scales)."""
     return any(b.name == STAGED_SCALES for b in stage.scratch)
 
@@ -345,7 +345,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
             return [frame.loop(("k", groups)), *indent(statements, 4)]
 
         per_part = _groups(frame.layout.hidden, p["group_size"])
-        if _stages_scales(stage):
+        if stages_scales(stage):
             store_scale = [frame.alloc(STAGED_SCALES), *frame.store_columns_staged("group_scale", STAGED_SCALES, "Scale", per_part)]
         else:
             store_scale = frame.store_row("group_scale", "Scale", per_part)
@@ -670,7 +670,7 @@ class QuantFP8(Op[QuantFP8Spec]):
 
     def cuda_checks(self, stage: Stage, source: str, schedule: Schedule) -> list[Check]:
         checks = check_cuda(source, schedule)
-        if _stages_scales(stage):
+        if stages_scales(stage):
             # Consecutive threads store a group's consecutive rows, read back from shared memory (a cast of
             # the dynamic shared buffer, or the buffer itself where it is the kernel's only one).
             staged = len(re.findall(rf"Scale\[[^;]*\] = (?:\(\(float\*\){STAGED_SCALES}\)|{STAGED_SCALES})\[", source))

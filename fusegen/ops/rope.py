@@ -253,6 +253,11 @@ def rope_loop(params: dict, layout: Layout) -> str:
     return "span" if span_loops_fit(params["rope_dim"], span_start(params, layout.hidden), layout.threads, layout.vector) else "tiles"
 
 
+def _row_span_start(op: RopeSpec, ctx: ChainContext) -> int:
+    """The first column of the row's one span (a spec without head_dim)."""
+    return span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
+
+
 # Where loops over the span alone hold it on 8-byte vectors, a row on 16-byte ones (its span turned in its
 # tiles) did not pay: 0.73–1.06 × the 8-byte row (geometric mean 0.95; bf16 3200 LayerNorm → cache RoPE 8
 # 0.75 → 0.54 × copy at 181 registers against 127); where only 2- or 4-byte vectors held it, 16 bytes ran
@@ -269,7 +274,7 @@ def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -
     elem = DTYPE_BYTES[ctx.dtype]
     if ctx.head_dim or vector * elem <= SPAN_LOOPS_ENOUGH_VECTOR_BYTES:
         return True
-    start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
+    start = _row_span_start(op, ctx)
     enough = SPAN_LOOPS_ENOUGH_VECTOR_BYTES // elem
     return span_loops_fit(op.rope_dim, start, threads, vector) or not span_loops_fit(op.rope_dim, start, threads, enough)
 
@@ -661,7 +666,7 @@ class Rope(Op[RopeSpec]):
             return f"rotates {op.rope_dim} columns, more than a tile of {tile_columns} holds"
         # A tile finishes its span in loops over the span alone (emit_tile), on one 16-byte vector a thread.
         vector = 16 // DTYPE_BYTES[ctx.dtype]
-        start = span_start({"rope_dim": op.rope_dim, "span": op.span}, ctx.hidden)
+        start = _row_span_start(op, ctx)
         if not span_loops_fit(op.rope_dim, start, tile_columns // vector, vector):
             return (
                 f"rotates columns [{start}, {start + op.rope_dim}): a tile turns its span only where that covers two or more "
