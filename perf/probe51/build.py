@@ -48,13 +48,14 @@ def column_group_scales(spec: dict) -> bool:
     )
 
 
-def drawn_specs(seed: int = SEED, count: int = DRAWN, keep=column_group_scales) -> list[dict]:
-    """`count` unhinted draws of `seed` that `keep` keeps, named col_SEED_NN, their token count dynamic."""
+def drawn_specs(seed: int = SEED, count: int = DRAWN, keep=column_group_scales, widths=WIDTHS, prefix: str = "col") -> list[dict]:
+    """`count` unhinted draws of `seed` (half of them at `widths`) that `keep` keeps, named PREFIX_SEED_NN,
+    their token count dynamic."""
     found = []
-    for spec, _ in random_hunt.planned_draws(random.Random(seed), 0.0, WIDTHS):
+    for spec, _ in random_hunt.planned_draws(random.Random(seed), 0.0, widths):
         if keep(spec):
             spec.pop("tokens", None)
-            spec["name"] = f"col_{seed}_{len(found):02d}"
+            spec["name"] = f"{prefix}_{seed}_{len(found):02d}"
             found.append(spec)
             if len(found) == count:
                 return found

@@ -10,20 +10,17 @@ compares their outputs bit for bit), the _new ones also into kernels/check/kerne
 from __future__ import annotations
 
 import importlib.util
-import random
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import random_hunt  # noqa: E402
-
 _spec = importlib.util.spec_from_file_location("probe52_build", ROOT / "perf" / "probe52" / "build.py")
 probe52 = importlib.util.module_from_spec(_spec)  # its old/new pairs (a module named build, as this one is)
 _spec.loader.exec_module(probe52)
 
 from fusegen.plan import plan  # noqa: E402
+from fusegen.spec import KernelSpec  # noqa: E402
 
 SEED = 5501
 DRAWN = 24
@@ -32,29 +29,18 @@ WIDTHS = (576, 1024, 1536, 2304, 2880, 3072, 3200, 4096, 5120, 7168, 8192)
 HELD_OUT = ("hunt_4702_008", "hunt_4702_015", "hunt_4702_019")
 
 
-def span_in_tiles(checked) -> bool:
+def span_in_tiles(spec: dict) -> bool:
     """Whether a route of the spec's plan turns the row's one span in a loop over the tiles holding it:
     the case the span loops used to refuse."""
-    return any(
-        stage.kind == "rope" and stage.params["loop"] == "tiles" for route in plan(checked, checked.name).routes for stage in route.stages
-    )
-
-
-def drawn_specs() -> list[dict]:
-    found = []
-    for spec, checked in random_hunt.planned_draws(random.Random(SEED), 0.0, WIDTHS):
-        if span_in_tiles(checked):
-            spec.pop("tokens", None)
-            spec["name"] = f"span_{SEED}_{len(found):02d}"
-            found.append(spec)
-            if len(found) == DRAWN:
-                return found
+    planned = plan(KernelSpec.model_validate(spec), spec["name"])
+    return any(stage.kind == "rope" and stage.params["loop"] == "tiles" for route in planned.routes for stage in route.stages)
 
 
 def main(old_tree: Path, out: Path) -> None:
     variants = ROOT / "perf" / "probe50" / "kernels" / "variants" / "specs"
     held_out = [tomllib.loads((variants / f"{name}.toml").read_text()) for name in HELD_OUT]
-    probe52.build_changed(old_tree, out, held_out + drawn_specs())
+    drawn = probe52.drawn_specs(SEED, DRAWN, span_in_tiles, WIDTHS, "span")  # probe51's draws, through probe52
+    probe52.build_changed(old_tree, out, held_out + drawn)
 
 
 if __name__ == "__main__":
