@@ -34,6 +34,7 @@ from .schedule import (
     choose_schedule,
     few_token_split,
     few_token_threads,
+    filled_sm,
     gathering_row,
     gathering_stream,
     joint_span,
@@ -157,7 +158,15 @@ def _route_by_waits(
     reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed_schedule, waits.writes_row)
     if reread is not None:
         return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
-    return streamed_route or route
+    if streamed_route is not None:
+        return streamed_route
+    filled = None if few_tokens or tuned else filled_sm(spec, route.schedule, side_inputs)
+    if filled is None:
+        return route
+    blocks, why = filled
+    return _planned_route(
+        spec, replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,)), first_tokens, last_tokens, origin, stream
+    )
 
 
 def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool) -> Route:

@@ -117,9 +117,11 @@ def _row_schedule(
     context = chain_context(spec)
     candidates = []
     refused_by_ops = False  # a layout within the register limit that an op's layout rule refused
-    for threads in (threads_hint,) if threads_hint else thread_counts(spec):
+
+    def offer(threads: int) -> None:
+        nonlocal refused_by_ops
         if not row_threads_allowed(threads, block_m, share_warps):
-            continue  # every block row takes threads of its own (model.Layout)
+            return  # every block row takes threads of its own (model.Layout)
         vector = 16 // elem
         while vector >= 1:
             tile = threads // block_m * vector  # the row tile: one block row's threads × vector
@@ -173,6 +175,24 @@ def _row_schedule(
                 )
                 candidates.append((key, threads, vector, padded, per_thread))
             vector //= 2
+
+    counts = (threads_hint,) if threads_hint else thread_counts(spec)
+    for threads in counts:
+        offer(threads)
+    if not threads_hint and candidates and any(min(candidates)[0][2:4]):
+        # Rows no tried count lays out in three 16-byte vectors a thread (16-bit 4352 = 17 × 256 columns: 544
+        # threads × one vector, the powers of two padding it by more than an eighth; 2176 on 8-byte vectors)
+        # may take any whole number of warps that covers them padded: bf16 RMSNorm → FP8 4352 on 192 threads
+        # padded to 4608 ran 0.89 × copy against 0.46, fp16 RMSNorm → RoPE → FP8 0.82 against 0.42. Of 26
+        # held-out rows it moved (perf/probe59, 16384 tokens), 15 ran faster by 2 % to 1.96 ×, 5 within 1 %,
+        # 4 slower by 1.5–5 % (RMSNorm → RoPE → FP8 2176 0.96 → 0.91, RMSNorm → cache RoPE 5248 0.95 →
+        # 0.91), 2 by 12–15 % under launch bounds that spilled (FILLED_SM_MIN_REGISTERS). Only the counts
+        # that do give three 16-byte vectors are taken (bf16 2688 keeps 8-byte vectors: 0.97).
+        offered = len(candidates)
+        for threads in THREAD_CHOICES:
+            if threads not in counts:
+                offer(threads)
+        candidates[offered:] = [c for c in candidates[offered:] if not any(c[0][2:4])]
     if not candidates:
         rules = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))]
         if spec.head_dim and rules and not threads_hint:
@@ -1128,6 +1148,83 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
     return replace(schedule, blocks_per_sm=1)
 
 
+# A fragment row that an SM holds in two or three blocks waits at every barrier with little of its SM's
+# traffic in flight, and with_fragment_residency bounds only rows its estimate keeps to one block. ptxas
+# gives a thread the registers of one scheduler's share of the SM (the register file is split among its
+# four schedulers, each holding whole warps: registers_allotted), so at warp counts that are not a multiple
+# of four a row keeps fewer blocks than the SM's registers ÷ the block's suggest — bf16 LayerNorm 9216 on 288
+# threads took 80 registers, two blocks (36 KB of rows in flight), 0.73 × copy; under a launch bound of
+# three, 72 registers without a spill, 0.93–0.94; fp32 LayerNorm → FP8 5376 on 192 threads, 102 registers
+# and two blocks, 0.66–0.67, bounded at three (96 registers) 0.87 (perf/probe57, probe58, H200, 16384
+# tokens). Of the 94 fragment programs the planner gave the committed sweep and probe56 (ptxas's registers
+# beside their speed), the nine an SM held in at most three blocks under 64 KB of rows ran under 0.90 in
+# seven; of the other 85, seven — and rows of many blocks ran 0.93–1.00 under 64 KB too (LayerNorm 1536
+# on 16 blocks, 0.965), so only rows of at most three blocks are bounded. The margin: ptxas fit bf16
+# LayerNorm's 64 values (its row and staged weight and bias) in 72 registers, and spilled 156–492 bytes
+# where the bound left fewer than 8 beside them (fp32 LayerNorm → RoPE → FP8 8960, fp16 QK-norm 14336).
+# The unbounded count is estimated from the fewest registers ptxas gave beside the values (16), so that
+# only rows that surely keep few blocks are bounded. Under 56 registers the 8 beside the values were too
+# few: 448 threads under a bound of four (32 registers, 24 values) spilled 28–56 bytes and ran 12–15 %
+# slower than before, 352 under four (40) spilled 8 (perf/probe59); every bound that left 56 or more ran
+# without a spill.
+FILLED_SM_BYTES_IN_FLIGHT = 64 * 1024
+FILLED_SM_REGISTER_MARGIN = 8
+FILLED_SM_MIN_REGISTERS = 56
+FILLED_SM_MAX_BLOCKS = 3
+FILLED_SM_FEWEST_BESIDE_VALUES = 16
+SM_SCHEDULERS = 4
+MAX_THREAD_REGISTERS = 255
+
+
+def _warps(threads: int) -> int:
+    return -(-threads // WARP_THREADS)
+
+
+def registers_allotted(blocks: int, threads: int) -> int:
+    """Registers a thread gets under a launch bound of `blocks` blocks of `threads` an SM, as ptxas sizes it:
+    the register file is split among the SM's schedulers, each holding whole warps."""
+    warps_per_scheduler = -(-blocks * _warps(threads) // SM_SCHEDULERS)
+    per_thread = SM_REGISTERS // SM_SCHEDULERS // (warps_per_scheduler * WARP_THREADS)
+    return min(MAX_THREAD_REGISTERS, per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT)
+
+
+def resident_blocks(registers: int, threads: int) -> int:
+    """Blocks of `threads` an SM holds when each thread takes `registers` (the scheduler split as in
+    registers_allotted), within the SM's thread and block limits."""
+    most = min(MAX_BLOCKS_PER_SM, SM_THREADS // threads)
+    return max(1, max((b for b in range(1, most + 1) if registers_allotted(b, threads) >= registers), default=1))
+
+
+def filled_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...]) -> tuple[int, str] | None:
+    """The launch bound (blocks per SM) the fragment program `fragment` (one row a block, left unbounded by
+    with_fragment_residency) takes to keep FILLED_SM_BYTES_IN_FLIGHT of rows loading an SM, or the most
+    blocks toward it whose registers still hold each thread's row values and staged side inputs; None where
+    its blocks load that much already, are more than FILLED_SM_MAX_BLOCKS, or no larger bound holds them.
+    With the bound, why."""
+    if (
+        spec.schedule.blocks_per_sm != "auto"
+        or fragment.variant != "fragment"
+        or fragment.blocks_per_sm != 1
+        or fragment.block_m > 1
+        or fragment.row_split > 1
+    ):
+        return None
+    row_bytes = fragment.padded_hidden * DTYPE_BYTES[spec.dtype] + sum(t.bytes_per_token() for t in side_inputs if t.per_token_row)
+    values = fragment.elems_per_thread + (_staged_words(spec, fragment, side_inputs) if fragment.prefetch else 0)
+    resident = resident_blocks(values + FILLED_SM_FEWEST_BESIDE_VALUES, fragment.threads)
+    if resident > FILLED_SM_MAX_BLOCKS or resident * row_bytes >= FILLED_SM_BYTES_IN_FLIGHT:
+        return None
+    wanted = min(-(-FILLED_SM_BYTES_IN_FLIGHT // row_bytes), SM_THREADS // fragment.threads, MAX_BLOCKS_PER_SM)
+    for blocks in range(wanted, resident, -1):
+        allotted = registers_allotted(blocks, fragment.threads)
+        if values + FILLED_SM_REGISTER_MARGIN <= allotted and allotted >= FILLED_SM_MIN_REGISTERS:
+            return blocks, (
+                f"{blocks} blocks per SM under a launch bound: unbounded, ~{resident} would keep {resident * row_bytes // 1024} KB "
+                f"of rows loading an SM; bounded, each thread keeps {allotted} registers for its {values} values"
+            )
+    return None
+
+
 # Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
 # fragment block loads its row, then waits at each block-wide reduction (a barrier) and for each load
 # addressed by another (RoPE's cache row at the token's position) with none of its own loads in flight,
@@ -1154,7 +1251,15 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
 # fitted on that count.
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
-# 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92.
+# 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92. Where no power of two holds
+# the row in whole 16-byte vectors, the planner's own count does if it gives each thread at least
+# STREAM_MIN_ELEMS_PER_THREAD values: fp32 LayerNorm → FP8 5376 streamed on 192 threads ran 0.95 and 0.87 ×
+# copy in two runs against the fragment program's 0.66–0.67, fp16 QK-norm → cache RoPE 8960 on 224 threads
+# 0.85 against 0.79–0.80 (perf/probe57, probe58), fp32 LayerNorm → FP8 4480 on 160 and 6912 on 192 0.93 and
+# 0.95 against 0.88 and 0.73 (perf/probe59); but bf16 RMSNorm → FP8 6912 on 288 threads, three 16-byte
+# vectors a thread, 0.77 against 0.91, and 4352 on 544 × one vector 0.60 against 0.46 where 192 threads
+# padded ran 0.89: the own count streams where a thread holds four 16-byte vectors or more.
+WIDE_STREAM_OWN_COUNT_MIN_BYTES = 64
 WIDE_STREAM_MAX_FRAGMENT_BLOCKS = 4
 WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
 WIDE_STREAM_MIN_WAITS = 2
@@ -1201,7 +1306,9 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         # (perf/probe27), wider rows never streamed.
         return None
     multiple = columns_multiple(spec)
-    for threads in POWER_OF_TWO_THREADS:
+    own_bytes = fragment.elems_per_thread * DTYPE_BYTES[spec.dtype]
+    own = () if power_of_two(fragment.threads) or own_bytes < WIDE_STREAM_OWN_COUNT_MIN_BYTES else (fragment.threads,)
+    for threads in POWER_OF_TWO_THREADS + own:
         if threads < WIDE_STREAM_MIN_THREADS or spec.schedule.threads not in ("auto", threads):
             continue
         try:

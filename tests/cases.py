@@ -121,6 +121,20 @@ CASES = {
         [RMS, rope(8)],
         hidden=4096,
     ),
+    # Passed on the H200 (2026-12-03, session 31). schedule._row_schedule's padded counts of warps: 4352 on 192 threads × three 16-byte vectors, padded to
+    # 4608, its groups of 128 tiling the 1536-column row tile; and a launch bound from schedule.filled_sm.
+    "padded_warp_count_groups": case(
+        "4352 fp16 columns on 192 threads, padded to 4608 for three 16-byte vectors a thread, FP8 groups of 128",
+        [RMS, rope(64), quant(128)],
+        "float16",
+        hidden=4352,
+        outputs={"y": False},
+    ),
+    "filled_sm_bound_layernorm": case(
+        "bf16 LayerNorm 9216 on 288 threads under a launch bound of three blocks an SM (schedule.filled_sm)",
+        [LN],
+        hidden=9216,
+    ),
     # Passed on the H200 (2026-12-03). A span the loops over it alone cannot lay out turns in the row tiles
     # holding it (rope.rope_loop "tiles"), the row on vectors wider than the span's own.
     "rope_span_tiles_wrap": case(

@@ -15,7 +15,7 @@ from fusegen.build import collect_spec_files, load_and_plan
 from fusegen.emit import render
 from fusegen.errors import ChainError
 from fusegen.plan import plan, plan_as_dict
-from fusegen.schedule import STREAM_BYTES_IN_FLIGHT, STREAM_MIN_TOKENS
+from fusegen.schedule import STREAM_BYTES_IN_FLIGHT, STREAM_MIN_TOKENS, registers_allotted, resident_blocks
 from fusegen.spec import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +83,92 @@ def test_three_vectors_a_thread_keep_the_whole_row_cover(dtype, hidden, threads)
     RMSNorm (→ FP8) on 160 threads × five vectors ran 0.98–1.01 × copy (perf/probe23)."""
     s = planned([RMS, rope()], dtype, hidden)
     assert (s.threads, s.padded_hidden) == (threads, hidden)
+
+
+# (chain, dtype, hidden, extra, threads, padded): rows whose whole-row thread counts hold fewer than three
+# 16-byte vectors a thread and whose powers of two pad too much for them: a count of whole warps covers
+# them padded by at most an eighth (perf/probe58: bf16 RMSNorm → FP8 4352 on 544 threads × one vector ran
+# 0.46–0.60 × copy, fp16 RMSNorm → RoPE → FP8 0.42).
+PADDED_WARP_COUNTS = [
+    pytest.param([RMS, quant()], "bfloat16", 4352, NO_Y, 192, 4608, id="4352 from 544 threads x one vector"),
+    pytest.param([RMS, rope(), quant(128)], "float16", 4352, NO_Y, 192, 4608, id="4352 groups of 128"),
+    pytest.param([RMS, rope(64, style="gptj"), quant(32)], "bfloat16", 2176, {}, 96, 2304, id="2176 from 8-byte vectors"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads", "padded"), PADDED_WARP_COUNTS)
+def test_rows_no_tried_count_gives_three_16_byte_vectors_take_a_padded_count_of_warps(ops, dtype, hidden, extra, threads, padded):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.threads, s.vector_bytes, s.padded_hidden) == (threads, 16, padded)
+    assert s.elems_per_thread // s.vector_elems >= 3
+
+
+def test_a_padded_count_of_warps_is_offered_only_where_it_gives_three_16_byte_vectors():
+    """bf16 2688: the counts that pad it by at most an eighth hold one or two 16-byte vectors a thread; the
+    row keeps 64 threads × 8-byte vectors (0.97 × copy in perf/probe58)."""
+    s = planned([RMS, CACHE_ROPE], "bfloat16", 2688)
+    assert (s.threads, s.vector_bytes) == (64, 8)
+    pinned = planned([RMS, quant()], "bfloat16", 4352, outputs={"y": False}, schedule={"threads": 544})
+    assert (pinned.threads, pinned.padded_hidden) == (544, 4352)
+
+
+# ptxas -v on sm_90a under launch bounds (perf/probe57, perf/probe58): the registers it gave a thread.
+@pytest.mark.parametrize(
+    ("blocks", "threads", "registers"), [(3, 192, 96), (3, 288, 72), (4, 224, 72), (2, 512, 64), (2, 320, 96), (4, 288, 56)]
+)
+def test_registers_under_a_launch_bound_are_split_among_the_schedulers_as_ptxas_splits_them(blocks, threads, registers):
+    assert registers_allotted(blocks, threads) == registers
+    assert resident_blocks(registers, threads) >= blocks
+    assert resident_blocks(registers + 8, threads) < blocks
+
+
+# (chain, dtype, hidden, extra, threads, blocks): rows an SM holds in at most three unbounded fragment blocks
+# under 64 KB of loads, timed on the H200 (perf/probe57, perf/probe58, 16384 tokens).
+FILLED_SM = [
+    pytest.param([LN], "bfloat16", 9216, {}, 288, 3, id="ln 9216 0.73 to 0.93"),
+    pytest.param(
+        [{"kind": "rmsnorm", "columns": [0, 11200]}, rope(64, span="tail", style="gptj")],
+        "bfloat16",
+        11264,
+        {},
+        352,
+        3,
+        id="cols 11264 0.93 to 0.98",
+    ),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads", "blocks"), FILLED_SM)
+def test_rows_that_few_blocks_an_sm_hold_take_a_launch_bound_toward_64_kb_in_flight(ops, dtype, hidden, extra, threads, blocks):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.threads, s.blocks_per_sm) == ("fragment", threads, blocks)
+    assert any("blocks per SM under a launch bound: unbounded" in r for r in s.reasons)
+
+
+def test_the_filled_sm_bound_leaves_many_blocks_and_hints_alone():
+    assert planned([LN], "bfloat16", 4096).blocks_per_sm == 1  # six blocks of 8 KB
+    assert planned([LN], "bfloat16", 9216, schedule={"variant": "fragment", "blocks_per_sm": 1}).blocks_per_sm == 1
+    # fp32 LayerNorm → FP8 12288 keeps the two blocks with_fragment_residency gave it
+    assert planned([LN, quant()], "float32", 12288, outputs={"y": False}).blocks_per_sm == 2
+
+
+# The stream on the planner's own thread count where no power of two holds the row in 16-byte vectors.
+OWN_COUNT_STREAMED = [
+    pytest.param([LN, quant(64)], "float32", 5376, NO_Y, 192, id="fp32 ln fp8 5376 0.66 to 0.87"),
+    pytest.param([QK_NORM, QK_ROPE], "float16", 8960, {"head_dim": 128}, 224, id="qk 8960 0.80 to 0.85"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads"), OWN_COUNT_STREAMED)
+def test_a_wide_stream_takes_the_planners_own_count_where_no_power_of_two_holds_the_row(ops, dtype, hidden, extra, threads):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.threads, s.vector_bytes) == ("stream", threads, 16)
+
+
+def test_the_planners_own_count_streams_only_with_16_values_a_thread():
+    """fp32 RMSNorm → FP8 6528 on 544 threads holds 12 values a thread: too few for the ring to pay."""
+    s = planned([RMS, quant()], "float32", 6528, outputs={"y": False})
+    assert (s.variant, s.threads) == ("fragment", 544)
 
 
 # (chain, dtype, hidden, outputs, rows a block) timed on the H200 at one, two, four and eight rows a block
