@@ -39,8 +39,9 @@ def main(old_tree: Path, out: Path) -> None:
     build_changed(old_tree, out, bases + drawn_specs(SEED, DRAWN, small_groups))
 
 
-def build_changed(old_tree: Path, out: Path, bases: list[dict]) -> None:
-    """Each spec as NAME_old (`old_tree`) and NAME_new (this tree); the pairs whose schedules differ kept."""
+def build_changed(old_tree: Path, out: Path, bases: list[dict], keep_new: frozenset[str] = frozenset()) -> None:
+    """Each spec as NAME_old (`old_tree`) and NAME_new (this tree); the pairs whose schedules differ kept, and
+    the NAME_new of the specs named in `keep_new` whether or not they differ."""
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()
@@ -58,7 +59,8 @@ def build_changed(old_tree: Path, out: Path, bases: list[dict]) -> None:
         twin = timed / package.name.replace("_old", "_new")
         schedules = [[r["schedule"] for r in json.loads((p / "plan.json").read_text())["routes"]] for p in (package, twin)]
         if schedules[0] == schedules[1]:
-            shutil.rmtree(twin)
+            if package.name.removesuffix("_old") not in keep_new:
+                shutil.rmtree(twin)
             continue
         package.rename(timed / package.name)
         shutil.copytree(twin, checked / twin.name)
