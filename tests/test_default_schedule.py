@@ -127,6 +127,9 @@ def test_registers_under_a_launch_bound_are_split_among_the_schedulers_as_ptxas_
 FILLED_SM = [
     pytest.param([LN], "bfloat16", 9216, {}, 288, 3, id="ln 9216 0.73 to 0.93"),
     pytest.param(
+        [{"kind": "layernorm", "bias": False}, rope(128, span="tail")], "float16", 8704, {}, 224, 4, id="ln rope 8704 0.64 to 0.97"
+    ),
+    pytest.param(
         [{"kind": "rmsnorm", "columns": [0, 11200]}, rope(64, span="tail", style="gptj")],
         "bfloat16",
         11264,
@@ -147,6 +150,8 @@ def test_rows_that_few_blocks_an_sm_hold_take_a_launch_bound_toward_64_kb_in_fli
 
 def test_the_filled_sm_bound_leaves_many_blocks_and_hints_alone():
     assert planned([LN], "bfloat16", 4096).blocks_per_sm == 1  # six blocks of 8 KB
+    # 448 threads under four blocks would leave 32 registers: spilled, 12–15 % slower (perf/probe59)
+    assert planned([{"kind": "add_residual"}, RMS, quant()], "float16", 10368, outputs={"y": False}).blocks_per_sm == 1
     assert planned([LN], "bfloat16", 9216, schedule={"variant": "fragment", "blocks_per_sm": 1}).blocks_per_sm == 1
     # fp32 LayerNorm → FP8 12288 keeps the two blocks with_fragment_residency gave it
     assert planned([LN, quant()], "float32", 12288, outputs={"y": False}).blocks_per_sm == 2
@@ -165,10 +170,16 @@ def test_a_wide_stream_takes_the_planners_own_count_where_no_power_of_two_holds_
     assert (s.variant, s.threads, s.vector_bytes) == ("stream", threads, 16)
 
 
-def test_the_planners_own_count_streams_only_with_16_values_a_thread():
-    """fp32 RMSNorm → FP8 6528 on 544 threads holds 12 values a thread: too few for the ring to pay."""
-    s = planned([RMS, quant()], "float32", 6528, outputs={"y": False})
-    assert (s.variant, s.threads) == ("fragment", 544)
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "threads"),
+    [
+        pytest.param("bfloat16", 6912, 288, id="bf16 6912 three vectors: 0.77 streamed, 0.91 not"),
+        pytest.param("float32", 6528, 544, id="fp32 6528 three vectors"),
+    ],
+)
+def test_the_planners_own_count_streams_only_with_four_16_byte_vectors_a_thread(dtype, hidden, threads):
+    s = planned([RMS, quant()], dtype, hidden, outputs={"y": False})
+    assert (s.variant, s.threads) == ("fragment", threads)
 
 
 # (chain, dtype, hidden, outputs, rows a block) timed on the H200 at one, two, four and eight rows a block
