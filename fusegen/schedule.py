@@ -1192,15 +1192,15 @@ def resident_blocks(registers: int, threads: int) -> int:
     """Blocks of `threads` an SM holds when each thread takes `registers` (the scheduler split as in
     registers_allotted), within the SM's thread and block limits."""
     most = min(MAX_BLOCKS_PER_SM, SM_THREADS // threads)
-    return max(1, max((b for b in range(1, most + 1) if registers_allotted(b, threads) >= registers), default=1))
+    return max((b for b in range(1, most + 1) if registers_allotted(b, threads) >= registers), default=1)
 
 
 def filled_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...]) -> tuple[int, str] | None:
     """The launch bound (blocks per SM) the fragment program `fragment` (one row a block, left unbounded by
     with_fragment_residency) takes to keep FILLED_SM_BYTES_IN_FLIGHT of rows loading an SM, or the most
-    blocks toward it whose registers still hold each thread's row values and staged side inputs; None where
-    its blocks load that much already, are more than FILLED_SM_MAX_BLOCKS, or no larger bound holds them.
-    With the bound, why."""
+    blocks toward it whose registers (at least FILLED_SM_MIN_REGISTERS) still hold each thread's row values
+    and staged side inputs with FILLED_SM_REGISTER_MARGIN beside them; None where its blocks load that much
+    already, are more than FILLED_SM_MAX_BLOCKS, or no larger bound holds them. With the bound, why."""
     if (
         spec.schedule.blocks_per_sm != "auto"
         or fragment.variant != "fragment"
@@ -1252,8 +1252,7 @@ def filled_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, .
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92. Where no power of two holds
-# the row in whole 16-byte vectors, the planner's own count does if it gives each thread at least
-# STREAM_MIN_ELEMS_PER_THREAD values: fp32 LayerNorm → FP8 5376 streamed on 192 threads ran 0.95 and 0.87 ×
+# the row in whole 16-byte vectors, the planner's own count may: fp32 LayerNorm → FP8 5376 streamed on 192 threads ran 0.95 and 0.87 ×
 # copy in two runs against the fragment program's 0.66–0.67, fp16 QK-norm → cache RoPE 8960 on 224 threads
 # 0.85 against 0.79–0.80 (perf/probe57, probe58), fp32 LayerNorm → FP8 4480 on 160 and 6912 on 192 0.93 and
 # 0.95 against 0.88 and 0.73 (perf/probe59); but bf16 RMSNorm → FP8 6912 on 288 threads, three 16-byte
