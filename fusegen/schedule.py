@@ -179,7 +179,12 @@ def _row_schedule(
     counts = (threads_hint,) if threads_hint else thread_counts(spec)
     for threads in counts:
         offer(threads)
-    if not threads_hint and candidates and any(min(candidates)[0][2:4]):
+
+    def full_vectors(candidate) -> bool:
+        """Whether a candidate has 16-byte vectors and three of them a thread (its key's third and fourth terms)."""
+        return not any(candidate[0][2:4])
+
+    if not threads_hint and candidates and not full_vectors(min(candidates)):
         # Rows no tried count lays out in three 16-byte vectors a thread (16-bit 4352 = 17 × 256 columns: 544
         # threads × one vector, the powers of two padding it by more than an eighth; 2176 on 8-byte vectors)
         # may take any whole number of warps that covers them padded: bf16 RMSNorm → FP8 4352 on 192 threads
@@ -192,7 +197,7 @@ def _row_schedule(
         for threads in THREAD_CHOICES:
             if threads not in counts:
                 offer(threads)
-        candidates[offered:] = [c for c in candidates[offered:] if not any(c[0][2:4])]
+        candidates[offered:] = [c for c in candidates[offered:] if full_vectors(c)]
     if not candidates:
         rules = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))]
         if spec.head_dim and rules and not threads_hint:
@@ -1176,14 +1181,10 @@ SM_SCHEDULERS = 4
 MAX_THREAD_REGISTERS = 255
 
 
-def _warps(threads: int) -> int:
-    return -(-threads // WARP_THREADS)
-
-
 def registers_allotted(blocks: int, threads: int) -> int:
     """Registers a thread gets under a launch bound of `blocks` blocks of `threads` an SM, as ptxas sizes it:
     the register file is split among the SM's schedulers, each holding whole warps."""
-    warps_per_scheduler = -(-blocks * _warps(threads) // SM_SCHEDULERS)
+    warps_per_scheduler = -(-blocks * (threads // WARP_THREADS) // SM_SCHEDULERS)  # whole warps: threads are a multiple of 32
     per_thread = SM_REGISTERS // SM_SCHEDULERS // (warps_per_scheduler * WARP_THREADS)
     return min(MAX_THREAD_REGISTERS, per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT)
 
@@ -1444,8 +1445,7 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
     needed = values + _staged_words(spec, row, side_inputs)
 
     def holds(blocks: int) -> bool:
-        allotted = SM_REGISTERS // (blocks * row.threads) // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
-        return needed <= allotted
+        return needed <= registers_allotted(blocks, row.threads)
 
     if holds(bound):
         return bound
