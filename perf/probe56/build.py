@@ -21,16 +21,21 @@ SEED = 5601
 WIDTHS = (896, 1280, 1792, 2304, 3200, 4608, 5376, 6656, 8960, 9216, 10240, 11008, 13824, 14336, 18432)
 
 
-def main(out: Path) -> None:
+def drawn(seed: int = SEED, widths: tuple[int, ...] = WIDTHS, prefix: str = "held") -> dict[str, str]:
+    """scripts/sweep_specs.py's specs of `seed` at `widths` as TOML text, by name (`prefix`_…)."""
     loaded = importlib.util.spec_from_file_location("sweep_specs", ROOT / "scripts" / "sweep_specs.py")
     sweep = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(sweep)
-    sweep.WIDTHS, sweep.ISSUE_SHAPES = WIDTHS, {}  # the generator's coverage check reads both
+    sweep.WIDTHS, sweep.ISSUE_SHAPES = widths, {}  # the generator's coverage check reads both
+    named = ((name.replace("sweep_", f"{prefix}_", 1), spec) for name, spec in sweep.generate(seed).items())
+    return {held: sweep.to_toml({**spec, "name": held}, seed) for held, spec in named}
+
+
+def main(out: Path) -> None:
     specs = out / "specs"
     specs.mkdir(parents=True)
-    for name, spec in sweep.generate(SEED).items():
-        held = name.replace("sweep_", "held_", 1)
-        (specs / f"{held}.toml").write_text(sweep.to_toml({**spec, "name": held}, SEED))
+    for name, text in drawn().items():
+        (specs / f"{name}.toml").write_text(text)
     build(ROOT, specs.resolve(), (out / "time" / "kernels").resolve())
 
 

@@ -25,9 +25,18 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_loaded = importlib.util.spec_from_file_location("probe52_build", ROOT / "perf" / "probe52" / "build.py")
-probe52 = importlib.util.module_from_spec(_loaded)  # its old/new pairs (a module named build, as this one is)
-_loaded.loader.exec_module(probe52)
+
+
+def _probe(name: str):
+    """perf/<name>/build.py as a module (each probe's script is named build, as this one is)."""
+    loaded = importlib.util.spec_from_file_location(f"{name}_build", ROOT / "perf" / name / "build.py")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+probe52 = _probe("probe52")  # its old/new pairs
+probe56 = _probe("probe56")  # its draw of the sweep generator at other widths
 from build_rules import build  # noqa: E402  (on the path probe52 put there)
 from test_injection import dump  # noqa: E402
 from variants import sweep_schedule  # noqa: E402
@@ -43,15 +52,8 @@ UNSTAGED_FOR_TWO = "read where they are used"  # with_fragment_residency's reaso
 
 
 def drawn(seed: int = SEED, widths: tuple[int, ...] = WIDTHS, prefix: str = "held58") -> list[dict]:
-    """scripts/sweep_specs.py's specs of `seed` at `widths`, named `prefix`_…"""
-    loaded = importlib.util.spec_from_file_location("sweep_specs", ROOT / "scripts" / "sweep_specs.py")
-    sweep = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(sweep)
-    sweep.WIDTHS, sweep.ISSUE_SHAPES = widths, {}  # the generator's coverage check reads both
-    return [
-        tomllib.loads(sweep.to_toml({**spec, "name": name.replace("sweep_", f"{prefix}_", 1)}, seed))
-        for name, spec in sweep.generate(seed).items()
-    ]
+    """probe56's draw of scripts/sweep_specs.py's specs at `seed` and `widths`, named `prefix`_…"""
+    return [tomllib.loads(text) for text in probe56.drawn(seed, widths, prefix).values()]
 
 
 def staged_twin(base: dict) -> dict | None:
