@@ -5,6 +5,7 @@ can fail: with a reciprocal 1024 ulps off, the correction step no longer lands o
 
 from __future__ import annotations
 
+import math
 import struct
 from fractions import Fraction
 
@@ -36,3 +37,28 @@ def test_a_wrong_reciprocal_fails_the_check(monkeypatch):
     nearest = fp8_max_reciprocal
     monkeypatch.setattr(quant_fp8, "fp8_max_reciprocal", lambda fp8_max: _float32_step(nearest(fp8_max), 1024))
     assert not any(quotient_is_exact(fp8_max) for fp8_max in FP8_MAX.values())
+
+
+def _bits(value: float) -> int:
+    return struct.unpack("I", struct.pack("f", value))[0]
+
+
+def _ue8m0(amax: float, fp8_max: float) -> float:
+    """The kernel's ue8m0 scale of a floored amax: the float32 quotient rounded up to a power of two on its bits."""
+    carry, exponent = quant_fp8.POWER_OF_TWO_CEIL
+    return struct.unpack("f", struct.pack("I", (_bits(struct.unpack("f", struct.pack("f", amax / fp8_max))[0]) + carry) & exponent))[0]
+
+
+@pytest.mark.parametrize("fp8", sorted(FP8_MAX))
+def test_the_ue8m0_reciprocal_by_subtraction_is_exact_over_every_scale(fp8):
+    """1/scale of a ue8m0 scale is POWER_OF_TWO_RECIPROCAL − its bits: checked on every power of two from the
+    smallest floor's scale to the largest float32 amax's; a step past either end of float32's normal
+    range breaks it."""
+    fp8_max = FP8_MAX[fp8]
+    low, high = _ue8m0(quant_fp8.AMAX_FLOOR_MIN[fp8], fp8_max), _ue8m0(struct.unpack("f", struct.pack("I", 0x7F7FFFFF))[0], fp8_max)
+    assert low == 2.0**-126 and high <= 2.0**120
+    exponents = range(round(math.log2(low)), round(math.log2(high)) + 1)
+    for e in exponents:
+        assert quant_fp8.POWER_OF_TWO_RECIPROCAL - _bits(2.0**e) == _bits(2.0**-e)
+    for beyond in (2.0**-127, 2.0**127):  # a subnormal scale; one whose reciprocal is subnormal
+        assert quant_fp8.POWER_OF_TWO_RECIPROCAL - _bits(beyond) != _bits(1.0 / beyond)
