@@ -34,6 +34,7 @@ from .schedule import (
     WARP_THREADS,
     fragment_registers,
     power_of_two,
+    registers_allotted,
     row_splits,
     short_rows_block_m,
     thread_counts,
@@ -228,12 +229,43 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
     return sorted(twice, key=lambda c: rank_key(c.plan))[:1]
 
 
+# A full tune of five held-out rows under 0.80 × copy (perf/probe61, H200, 16384 tokens) was won in four by
+# 24 warps an SM at 80 registers — 128 threads × 6 blocks or 256 × 3, 44–60 values a thread, three of them
+# reading the side inputs where used: 1.15–1.42× the planner's schedule (fp32 LayerNorm → RoPE → FP8 5248
+# and 11264, fp16 LayerNorm → RoPE 14464, bf16 RMSNorm → cache RoPE 10368). None was in quick's eight:
+# rank_key puts bounds past two blocks last and _tight_bounds bounds only the planner's own threads and
+# staging. Quick times the two such candidates rank_key puts first.
+QUICK_FULL_SM_THREADS = 768
+QUICK_FULL_SM = 2
+
+
+def _full_sm(found: list[Candidate]) -> list[Candidate]:
+    """Fragment candidates of one row a block, unsplit, holding QUICK_FULL_SM_THREADS threads an SM under
+    their launch bound: for each thread count the staged one where the register estimate fits the bound's
+    registers, else the one reading the side inputs where used; the QUICK_FULL_SM rank_key puts first."""
+    side_inputs = staged_inputs(found[0].plan.stages)
+    by_threads: dict[int, list[Candidate]] = {}
+    for c in found[1:]:
+        s = c.plan.schedule
+        if s.variant == "fragment" and s.block_m == 1 and s.row_split == 1 and s.threads * (s.blocks_per_sm or 1) == QUICK_FULL_SM_THREADS:
+            by_threads.setdefault(s.threads, []).append(c)
+    picked = []
+    for same_threads in by_threads.values():
+        s = same_threads[0].plan.schedule
+        allotted = registers_allotted(s.blocks_per_sm, s.threads)
+        fits = [c for c in same_threads if fragment_registers(c.plan.schedule, side_inputs) <= allotted]
+        staged = [c for c in fits if c.plan.schedule.prefetch]
+        picked += sorted(staged or fits or [c for c in same_threads if not c.plan.schedule.prefetch], key=lambda c: rank_key(c.plan))[:1]
+    return sorted(picked, key=lambda c: rank_key(c.plan))[:QUICK_FULL_SM]
+
+
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
     bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
+    bounds += [c for c in _full_sm(found) if c not in bounds]
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from cases import EXAMPLE_KERNELS
 
 from fusegen.emit import render
 from fusegen.errors import SpecError
-from fusegen.plan import plan
+from fusegen.plan import plan, staged_inputs
 from fusegen.spec import KernelSpec, load_spec
 from fusegen.tune import candidates
 from fusegen.tuning import (
@@ -391,7 +392,7 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
 
 
 def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
-    from fusegen.tune import QUICK_BOUNDS, quick_candidates, rank_key, winners
+    from fusegen.tune import QUICK_BOUNDS, _full_sm, _more_threads, _tight_bounds, quick_candidates, rank_key, winners
 
     spec = spec_of(hidden=5120, dtype="bfloat16")
     found = candidates(spec)
@@ -410,9 +411,11 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
             own.prefetch,
             own.joint_reduction,
         )
-    # The rest ranked by the planner's rules: no candidate left out ranks above the worst one taken of its variant.
+    # The rest ranked by the planner's rules: no candidate left out ranks above the worst one taken of its
+    # variant, past those quick always takes (the bounds, twice the threads, a full SM).
+    fixed = [*_tight_bounds(found), *_more_threads(found), *_full_sm(found)]
     for variant in ("fragment", "stream"):
-        taken = [rank_key(c.plan) for c in quick[1 + QUICK_BOUNDS :] if c.plan.schedule.variant == variant]
+        taken = [rank_key(c.plan) for c in quick[1:] if c not in fixed and c.plan.schedule.variant == variant]
         left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
         assert max(taken) <= min(left)
     # With a fake timer the winner is the fastest of the quick set, and only where it beats the planner.
@@ -507,7 +510,11 @@ def test_quick_also_times_the_planners_schedule_on_twice_its_threads():
     found = candidates(spec_of())
     own = found[0].plan.schedule
     quick = quick_candidates(found, 8)
-    twice = [c.plan.schedule for c in quick[1 + QUICK_BOUNDS :] if c.plan.schedule.threads == 2 * own.threads]
+    twice = [
+        c.plan.schedule
+        for c in quick[1 + QUICK_BOUNDS :]
+        if c.plan.schedule.threads == 2 * own.threads and c.plan.schedule.blocks_per_sm == own.blocks_per_sm
+    ]
     assert len(twice) == 1 and (own.threads, twice[0].elems_per_thread) == (128, own.elems_per_thread // 2)
     assert (twice[0].variant, twice[0].vector_elems, twice[0].prefetch, twice[0].joint_reduction) == (
         own.variant,
@@ -515,3 +522,27 @@ def test_quick_also_times_the_planners_schedule_on_twice_its_threads():
         own.prefetch,
         own.joint_reduction,
     )
+
+
+def test_quick_also_times_a_full_sm_of_24_warps_reading_side_inputs_where_staging_would_not_fit():
+    """fp32 LayerNorm → RoPE → FP8 5248 (held out, perf/probe61): the planner's 128 threads keep ~3 blocks with
+    weight and bias staged; a full tune's winner, 1.42× faster, was 128 × 6 blocks reading them where used. Quick
+    times the 24-warp candidates: staged where the register estimate fits the bound's registers, else not."""
+    from fusegen.schedule import fragment_registers, registers_allotted
+    from fusegen.tune import QUICK_FULL_SM, QUICK_FULL_SM_THREADS, _full_sm, quick_candidates
+
+    ln_rope_quant = [{"kind": "layernorm"}, {"kind": "rope", "rope_dim": 128}, {"kind": "quant_fp8", "group_size": 64, "scale": "ue8m0"}]
+    wide = KernelSpec.model_validate({"name": "k", "dtype": "float32", "hidden": 5248, "op": ln_rope_quant, "outputs": {"y": False}})
+    narrow = spec_of(hidden=4096, dtype="bfloat16")
+    for spec, staged_fit in ((wide, False), (narrow, True)):
+        found = candidates(spec)
+        full = _full_sm(found)
+        assert 1 <= len(full) <= QUICK_FULL_SM and all(c in quick_candidates(found, 8) for c in full)
+        side_inputs = staged_inputs(found[0].plan.stages)
+        for c in full:
+            s = c.plan.schedule
+            assert (s.variant, s.block_m, s.row_split, s.threads * s.blocks_per_sm) == ("fragment", 1, 1, QUICK_FULL_SM_THREADS)
+            staged = replace(s, prefetch=True)
+            assert s.prefetch == (fragment_registers(staged, side_inputs) <= registers_allotted(s.blocks_per_sm, s.threads))
+        assert any(c.plan.schedule.prefetch for c in full) == staged_fit
+    assert any((c.plan.schedule.threads, c.plan.schedule.blocks_per_sm) == (128, 6) for c in _full_sm(candidates(wide)))
