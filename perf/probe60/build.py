@@ -20,21 +20,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _probe(name: str):
-    loaded = importlib.util.spec_from_file_location(f"{name}_build", ROOT / "perf" / name / "build.py")
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
+_loaded = importlib.util.spec_from_file_location("probe58_build", ROOT / "perf" / "probe58" / "build.py")
+probe58 = importlib.util.module_from_spec(_loaded)
+_loaded.loader.exec_module(probe58)
 
 
 def bases() -> list[dict]:
-    probe58, probe59 = _probe("probe58"), _probe("probe59")
+    probe59 = probe58._probe("probe59")
     files = sorted((ROOT / "perf" / "sweep").glob("*.toml")) + sorted((ROOT / "specs" / "models").glob("*.toml"))
     return [tomllib.loads(p.read_text()) for p in files] + probe58.drawn() + probe58.drawn(probe59.SEED, probe59.WIDTHS, "held59")
 
 
 def main(old_tree: Path, out: Path) -> None:
-    probe52 = _probe("probe52")
+    probe52 = probe58._probe("probe52")
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()
