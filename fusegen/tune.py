@@ -232,9 +232,9 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
 # A full tune of five held-out rows under 0.80 × copy (perf/probe61, H200, 16384 tokens) was won in four by
 # 24 warps an SM at 80 registers — 128 threads × 6 blocks or 256 × 3, 44–60 values a thread, three of them
 # reading the side inputs where used: 1.15–1.42× the planner's schedule (fp32 LayerNorm → RoPE → FP8 5248
-# and 11264, fp16 LayerNorm → RoPE 14464, bf16 RMSNorm → cache RoPE 10368). None was in quick's eight:
-# rank_key puts bounds past two blocks last and _tight_bounds bounds only the planner's own threads and
-# staging. Quick times the two such candidates rank_key puts first.
+# and 11264, fp16 LayerNorm → RoPE 14464, bf16 RMSNorm → cache RoPE 10368). Quick's eight held one of the
+# four: rank_key puts bounds past two blocks last and _tight_bounds bounds only the planner's own threads
+# and staging. Quick times the two such candidates rank_key puts first (docs/bench/tune/quick-check-s32.md).
 QUICK_FULL_SM_THREADS = 768
 QUICK_FULL_SM = 2
 
@@ -261,8 +261,8 @@ def _full_sm(found: list[Candidate]) -> list[Candidate]:
 
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
-    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads)
-    and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
+    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads),
+    two programs of 24 warps an SM (_full_sm) and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
     bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
     bounds += [c for c in _full_sm(found) if c not in bounds]
