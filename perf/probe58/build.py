@@ -19,24 +19,17 @@ and 16384 columns, holds.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+sys.path.insert(0, str(ROOT / "perf" / "proto"))
+from probe_scripts import probe_script  # noqa: E402  (a sibling script)
 
-def _probe(name: str):
-    """perf/<name>/build.py as a module (each probe's script is named build, as this one is)."""
-    loaded = importlib.util.spec_from_file_location(f"{name}_build", ROOT / "perf" / name / "build.py")
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
-
-
-probe52 = _probe("probe52")  # its old/new pairs
-probe56 = _probe("probe56")  # its draw of the sweep generator at other widths
+probe52 = probe_script("probe52")  # its old/new pairs
+probe56 = probe_script("probe56")  # its draw of the sweep generator at other widths
 from build_rules import build  # noqa: E402  (on the path probe52 put there)
 from test_injection import dump  # noqa: E402
 from variants import sweep_schedule  # noqa: E402

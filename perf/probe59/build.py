@@ -14,14 +14,14 @@ differs), and probe58's draw again, old and new where they differ.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_loaded = importlib.util.spec_from_file_location("probe58_build", ROOT / "perf" / "probe58" / "build.py")
-probe58 = importlib.util.module_from_spec(_loaded)
-_loaded.loader.exec_module(probe58)
+sys.path.insert(0, str(ROOT / "perf" / "proto"))
+from probe_scripts import probe_script  # noqa: E402  (a sibling script)
+
+probe58 = probe_script("probe58")
 
 SEED = 5901
 WIDTHS = (4224, 4480, 4992, 5248, 5888, 6272, 6912, 7680, 8320, 8448, 8704, 9088, 10368, 10880, 12672, 14464)

@@ -11,7 +11,6 @@ plan, so the pairs differ in code only.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 import tomllib
@@ -20,19 +19,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-_loaded = importlib.util.spec_from_file_location("probe58_build", ROOT / "perf" / "probe58" / "build.py")
-probe58 = importlib.util.module_from_spec(_loaded)
-_loaded.loader.exec_module(probe58)
+sys.path.insert(0, str(ROOT / "perf" / "proto"))
+from probe_scripts import probe_script  # noqa: E402  (a sibling script)
+
+probe58 = probe_script("probe58")
 
 
 def bases() -> list[dict]:
-    probe59 = probe58._probe("probe59")
+    probe59 = probe_script("probe59")
     files = sorted((ROOT / "perf" / "sweep").glob("*.toml")) + sorted((ROOT / "specs" / "models").glob("*.toml"))
     return [tomllib.loads(p.read_text()) for p in files] + probe58.drawn() + probe58.drawn(probe59.SEED, probe59.WIDTHS, "held59")
 
 
 def main(old_tree: Path, out: Path) -> None:
-    probe52 = probe58._probe("probe52")
+    probe52 = probe_script("probe52")
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()

@@ -10,15 +10,15 @@ and compares their outputs bit for bit), the _new ones also into kernels/check/k
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_loaded = importlib.util.spec_from_file_location("probe62_scan", ROOT / "perf" / "probe62" / "scan.py")
-scan = importlib.util.module_from_spec(_loaded)
-_loaded.loader.exec_module(scan)
+sys.path.insert(0, str(ROOT / "perf" / "proto"))
+from probe_scripts import probe_script  # noqa: E402  (a sibling script)
+
+scan = probe_script("probe62", "scan")
 
 from fusegen.plan import plan, staged_inputs  # noqa: E402
 from fusegen.schedule import WARP_THREADS, fragment_registers, resident_blocks  # noqa: E402

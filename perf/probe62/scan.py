@@ -10,7 +10,6 @@ is the change this table lists (perf/probe61: 1.15–1.42× on four held-out row
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -19,15 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "perf" / "proto"))
 from issue_estimate import compiled, sweep_program  # noqa: E402  (sibling scripts)
+from probe_scripts import probe_script  # noqa: E402
 
 from fusegen.plan import staged_inputs  # noqa: E402
 from fusegen.schedule import MAX_BLOCKS_PER_SM, WARP_THREADS, fragment_registers, registers_allotted, resident_blocks  # noqa: E402
 from fusegen.tune import QUICK_FULL_SM_THREADS  # noqa: E402
 
-_loaded = importlib.util.spec_from_file_location("probe60_build", ROOT / "perf" / "probe60" / "build.py")
-probe60 = importlib.util.module_from_spec(_loaded)
-_loaded.loader.exec_module(probe60)
-probe52 = probe60.probe58._probe("probe52")
+probe60 = probe_script("probe60")
+probe52 = probe_script("probe52")
 
 
 def full_sm_hints(base: dict) -> dict | None:

@@ -11,15 +11,15 @@ also into kernels/check/kernels.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_loaded = importlib.util.spec_from_file_location("probe62_build", ROOT / "perf" / "probe62" / "build.py")
-probe62 = importlib.util.module_from_spec(_loaded)
-_loaded.loader.exec_module(probe62)
+sys.path.insert(0, str(ROOT / "perf" / "proto"))
+from probe_scripts import probe_script  # noqa: E402  (a sibling script)
+
+probe62 = probe_script("probe62")
 dump = probe62.scan.probe52.dump
 
 
