@@ -35,6 +35,7 @@ from .schedule import (
     few_token_split,
     few_token_threads,
     filled_sm,
+    fp8_row_full_sm,
     gathering_row,
     gathering_stream,
     joint_span,
@@ -160,22 +161,34 @@ def _route_by_waits(
         return _planned_route(spec, reread, first_tokens, last_tokens, origin, stream)
     if streamed_route is not None:
         return streamed_route
-    filled = None if few_tokens or tuned else filled_sm(spec, route.schedule, side_inputs)
-    if filled is None:
+    if few_tokens or tuned:
         return route
-    blocks, why = filled
-    return _planned_route(
-        spec, replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,)), first_tokens, last_tokens, origin, stream
-    )
+    filled = filled_sm(spec, route.schedule, side_inputs)
+    if filled is not None:
+        blocks, why = filled
+        return _planned_route(
+            spec, replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,)), first_tokens, last_tokens, origin, stream
+        )
+    full = fp8_row_full_sm(spec, route.schedule, side_inputs, waits)
+    if full is None:
+        return route
+    blocks, why = full
+    bounded = replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,))
+    return _planned_route(spec, bounded, first_tokens, last_tokens, origin, stream, staged=False)
 
 
-def _planned_route(spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool) -> Route:
+def _planned_route(
+    spec: KernelSpec, schedule: Schedule, first_tokens: int, last_tokens: int | None, origin: str, stream: bool, staged: bool = True
+) -> Route:
     """The route of `schedule` as choose_schedule (or schedule.wide_stream) left it: stages planned on its
-    layout, side inputs staged, variant resolved, scratch allocated."""
+    layout, side inputs staged (unless a rule that bounded it read them where used: `staged` False), variant
+    resolved, scratch allocated."""
     context = chain_context(spec, schedule.layout(spec.hidden))
     stages = tuple(REGISTRY[op.kind].plan(op, index, context) for index, op in enumerate(spec.op))
     side_inputs = staged_inputs(stages)
-    schedule = with_variant(spec, with_prefetch(spec, schedule, side_inputs, reductions_after_gather(stages)), side_inputs, stream)
+    if staged:
+        schedule = with_prefetch(spec, schedule, side_inputs, reductions_after_gather(stages))
+    schedule = with_variant(spec, schedule, side_inputs, stream)
     schedule = with_held_tiles(with_pinned_side_inputs(schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()

@@ -1226,6 +1226,62 @@ def filled_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, .
     return None
 
 
+# A float32 row that writes only FP8 moves the fewest bytes a column of any chain (4 in, 1 out), so the
+# time a block spends between its load and its stores — its reductions, and the group scales — is the
+# largest share of its row's time, and an SM needs the most blocks to keep loads in flight through it; yet
+# its staged float32 side inputs (two words a value for LayerNorm's weight and bias) keep it to the fewest.
+# Timed on the H200 (16384 tokens, both programs in one run, outputs checked against the reference), bounded
+# at 24 warps an SM with the side inputs read where used, over the fragment programs the planner's estimate
+# held in at most four blocks:
+# - perf/probe62 (fp32 LayerNorm → (RoPE →) FP8, nine rows): all gained, 4–43 % — 5248 0.68 → 0.97 × copy,
+#   4736 0.77 → 0.94, 11264 0.80 → 0.94, 7936 0.90 → 1.01, the sweep's 2880 0.93 → 0.99;
+# - perf/probe64, a fresh draw of every chain that can write only FP8 (22 rows): LayerNorm (→ RoPE) → FP8
+#   +3–20 % (9088 0.80 → 0.96, 6784 0.85 → 0.99), RMSNorm → RoPE → FP8 4864 0.85 → 0.98, QK-norm → cache
+#   RoPE → FP8 9344 0.76 → 0.91, RMSNorm → cache RoPE → FP8 7808 0.77 → 0.91; RMSNorm → FP8 and add →
+#   RMSNorm → FP8, already at 1.00–1.05, within 1 % (geometric mean 1.07, worst −0.9 %).
+# Not taken: at nine blocks (the sweep's LayerNorm → RoPE → FP8 1536 on 64 threads) the bound lost 7 %; over
+# the stream wide_stream plans it moved eleven rows −18 … +19 % (probe64), over a reread row −3 … +1 %; 16-bit
+# rows writing only FP8 and rows writing a row lost 1–13 % under it (probe62: their stores keep the memory
+# busy through the waits, and where ptxas gave more blocks than the estimate they lost the staging). ptxas
+# spilled at most 8 bytes where the unstaged estimate (fragment_registers) left FP8_ROW_SPARE_REGISTERS of
+# the bound's registers spare; past it (LayerNorm → FP8 in groups of 32 at 14464 and 15360, 60 values a
+# thread, 92 estimated against 80) 116–132 bytes, and those rows lost 13–16 %.
+FP8_ROW_FULL_SM_WARPS = 24
+FP8_ROW_MAX_FRAGMENT_BLOCKS = 4
+FP8_ROW_SPARE_REGISTERS = 4
+
+
+def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> tuple[int, str] | None:
+    """The launch bound (blocks per SM) a float32 row that writes only FP8 takes toward FP8_ROW_FULL_SM_WARPS
+    warps an SM, its side inputs then read where used, over `fragment` (the planner's fragment program of one
+    row a block, which its estimate holds in at most FP8_ROW_MAX_FRAGMENT_BLOCKS blocks), with why; None
+    elsewhere, where the bound adds no block, its registers would not hold the row, or hints pin either."""
+    hints = spec.schedule
+    if (
+        spec.dtype != "float32"
+        or waits.writes_row
+        or hints.blocks_per_sm != "auto"
+        or hints.prefetch is True
+        or fragment.variant != "fragment"
+        or fragment.block_m > 1
+        or fragment.row_split > 1
+    ):
+        return None
+    held = fragment_blocks_per_sm(fragment, side_inputs)
+    blocks = min(MAX_BLOCKS_PER_SM, FP8_ROW_FULL_SM_WARPS // (fragment.threads // WARP_THREADS))
+    if held > FP8_ROW_MAX_FRAGMENT_BLOCKS or blocks <= held:
+        return None
+    need = fragment_registers(replace(fragment, prefetch=False), side_inputs)
+    allotted = registers_allotted(blocks, fragment.threads)
+    if need + FP8_ROW_SPARE_REGISTERS > allotted:
+        return None
+    return blocks, (
+        f"{blocks} blocks per SM under a launch bound, the side inputs read where they are used: a float32 row that writes "
+        f"only FP8 waits longest between its load and its stores, and ~{held} block(s) an SM would keep too few loads in "
+        f"flight through it; bounded, each thread keeps {allotted} registers for ~{need}"
+    )
+
+
 # Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
 # fragment block loads its row, then waits at each block-wide reduction (a barrier) and for each load
 # addressed by another (RoPE's cache row at the token's position) with none of its own loads in flight,

@@ -135,6 +135,13 @@ CASES = {
         [LN],
         hidden=9216,
     ),
+    "fp8_row_full_sm_bound": case(
+        "fp32 LayerNorm → RoPE → FP8 5248 on 128 threads × six blocks an SM, weight and bias read where used (schedule.fp8_row_full_sm)",
+        [LN, rope(128, span="tail"), quant(64, scale="ue8m0")],
+        "float32",
+        hidden=5248,
+        outputs={"y": False},
+    ),
     # Passed on the H200 (2026-12-03). A span the loops over it alone cannot lay out turns in the row tiles
     # holding it (rope.rope_loop "tiles"), the row on vectors wider than the span's own.
     "rope_span_tiles_wrap": case(

@@ -157,6 +157,52 @@ def test_the_filled_sm_bound_leaves_many_blocks_and_hints_alone():
     assert planned([LN, quant()], "float32", 12288, outputs={"y": False}).blocks_per_sm == 2
 
 
+# (chain, dtype, hidden, extra, threads, blocks): float32 rows writing only FP8 that the planner's estimate
+# held in at most four fragment blocks, bounded at 24 warps an SM with the side inputs read where used
+# (schedule.fp8_row_full_sm), timed on the H200 (perf/probe62, probe64, 16384 tokens).
+FP8_ROW_FULL_SM = [
+    pytest.param([LN, quant()], "float32", 7936, NO_Y, 256, 3, id="ln fp8 7936 0.90 to 1.01"),
+    pytest.param([LN, rope(128, span="tail"), quant(64, scale="ue8m0")], "float32", 5248, NO_Y, 128, 6, id="ln rope fp8 5248 0.68 to 0.97"),
+    pytest.param([RMS, rope(128, span="tail"), quant(64, fp8="e5m2")], "float32", 4864, NO_Y, 128, 6, id="rms rope fp8 0.85 to 0.98"),
+    pytest.param(
+        [QK_NORM, rope(128, span="head", style="gptj", source="cache", max_position=32768), quant(64, fp8="e5m2")],
+        "float32",
+        9344,
+        {"head_dim": 128, **NO_Y},
+        256,
+        3,
+        id="qk-norm cache rope fp8 0.76 to 0.91",
+    ),
+    pytest.param([LN, quant()], "float32", 3456, NO_Y, 96, 8, id="ln fp8 3456 on three warps 0.95 to 0.99"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "threads", "blocks"), FP8_ROW_FULL_SM)
+def test_float32_rows_writing_only_fp8_fill_the_sm_reading_side_inputs_where_used(ops, dtype, hidden, extra, threads, blocks):
+    s = planned(ops, dtype, hidden, **extra)
+    assert (s.variant, s.threads, s.blocks_per_sm, s.prefetch) == ("fragment", threads, blocks, False)
+    assert (s.threads // 32) * blocks <= 24
+    assert any("a float32 row that writes only FP8 waits longest" in r for r in s.reasons)
+
+
+def test_the_fp8_row_bound_leaves_other_rows_and_hints_alone():
+    def ruled(s):
+        return any("writes only FP8 waits longest" in r for r in s.reasons)
+
+    # nine blocks already: 0.997 → 0.925 bounded (perf/probe62)
+    assert not ruled(planned([LN, rope(128, span="head", style="gptj"), quant(scale="ue8m0")], "float32", 1536, **NO_Y))
+    # 60 values a thread: 92 registers estimated against 80, spilled 116–132 bytes bounded, −13–16 %
+    assert not ruled(planned([LN, quant(32)], "float32", 15360, **NO_Y))
+    # 16-bit, or a row written besides FP8: lost 1–13 % (perf/probe62)
+    assert not ruled(planned([RMS, rope(64, span="tail"), quant(32)], "float16", 9472, **NO_Y))
+    assert not ruled(planned([RMS, rope(64, span="tail"), quant(32)], "float32", 9472))
+    assert not ruled(planned([{"kind": "add_residual"}, RMS, quant(128)], "float32", 7808, outputs={"y": False}))
+    # the stream wide_stream plans stays (perf/probe64: −18 … +19 % over eleven rows)
+    assert planned([LN, quant(64)], "float32", 5376, **NO_Y).variant == "stream"
+    for schedule in ({"variant": "fragment", "blocks_per_sm": 1}, {"prefetch": True}):
+        assert not ruled(planned([LN, quant()], "float32", 7936, outputs={"y": False}, schedule=schedule))
+
+
 # The stream on the planner's own thread count where no power of two holds the row in 16-byte vectors.
 OWN_COUNT_STREAMED = [
     pytest.param([LN, quant(64)], "float32", 5376, NO_Y, 192, id="fp32 ln fp8 5376 0.66 to 0.87"),
