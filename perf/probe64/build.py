@@ -91,7 +91,12 @@ def bases() -> list[dict]:
     probe58 = probe_script("probe58")
     probe59 = probe_script("probe59")
     held59 = {b["name"]: b for b in probe58.drawn(probe59.SEED, probe59.WIDTHS, "held59")}
-    return drawn() + [tomllib.loads((ROOT / p).read_text()) for p in FROM_STREAM] + [held59[n] for n in FROM_STREAM_PROBE59] + [OWN_COUNT_STREAM]
+    return (
+        drawn()
+        + [tomllib.loads((ROOT / p).read_text()) for p in FROM_STREAM]
+        + [held59[n] for n in FROM_STREAM_PROBE59]
+        + [OWN_COUNT_STREAM]
+    )
 
 
 def main(old_tree: Path, out: Path) -> None:
