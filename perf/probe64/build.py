@@ -62,8 +62,9 @@ def ruled(base: dict) -> bool:
     return any("writes only FP8 waits longest" in why for r in routes for why in r.schedule.reasons)
 
 
-def drawn(seed: int = SEED, count: int = DRAWN) -> list[dict]:
-    """`count` float32 specs writing only FP8 that the rule bounds, chains in turn, widths drawn."""
+def drawn(seed: int = SEED, count: int = DRAWN, keep=ruled, prefix: str = "held64") -> list[dict]:
+    """`count` float32 specs writing only FP8 that `keep` takes (by default those the rule bounds), chains in
+    turn, widths drawn, named `prefix`_…"""
     sweep = _sweep_generator()
     rng = random.Random(seed)
     specs, turn = [], 0
@@ -71,7 +72,7 @@ def drawn(seed: int = SEED, count: int = DRAWN) -> list[dict]:
         label, keys, kinds = CHAINS[turn % len(CHAINS)]
         turn += 1
         hidden = rng.randrange(1024, 16385, 128)
-        spec = {"name": f"held64_{label}_f32_{hidden}", "dtype": "float32", "hidden": hidden}
+        spec = {"name": f"{prefix}_{label}_f32_{hidden}", "dtype": "float32", "hidden": hidden}
         ops = [sweep._op(kind, keys, hidden, rng) for kind in kinds]
         if label == "qk_norm_rope_quant":
             dims = [d for d in sweep.HEAD_DIMS if hidden % d == 0 and d >= ops[1]["rope_dim"]]
@@ -82,7 +83,7 @@ def drawn(seed: int = SEED, count: int = DRAWN) -> list[dict]:
             op.pop("scale_layout", None)  # column-major scales take several rows a block (schedule.sector_rows)
         spec["op"] = ops
         spec["outputs"] = {"y": False} | ({"residual": False} if "add_residual" in kinds else {})
-        if spec["name"] not in {s["name"] for s in specs} and ruled(spec):
+        if spec["name"] not in {s["name"] for s in specs} and keep(spec):
             specs.append(spec)
     return specs
 
