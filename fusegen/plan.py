@@ -164,17 +164,13 @@ def _route_by_waits(
     if few_tokens or tuned:
         return route
     filled = filled_sm(spec, route.schedule, side_inputs)
-    if filled is not None:
-        blocks, why = filled
-        return _planned_route(
-            spec, replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,)), first_tokens, last_tokens, origin, stream
-        )
-    full = fp8_row_full_sm(spec, route.schedule, side_inputs, waits)
-    if full is None:
+    bound = filled or fp8_row_full_sm(spec, route.schedule, side_inputs, waits)
+    if bound is None:
         return route
-    blocks, why = full
+    blocks, why = bound
     bounded = replace(schedule, blocks_per_sm=blocks, reasons=schedule.reasons + (why,))
-    return _planned_route(spec, bounded, first_tokens, last_tokens, origin, stream, staged=False)
+    # fp8_row_full_sm's bound holds the row only with its side inputs read where used
+    return _planned_route(spec, bounded, first_tokens, last_tokens, origin, stream, staged=filled is not None)
 
 
 def _planned_route(

@@ -1246,13 +1246,15 @@ def filled_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, .
 # spilled at most 8 bytes where the unstaged estimate (fragment_registers) left FP8_ROW_SPARE_REGISTERS of
 # the bound's registers spare; past it (LayerNorm → FP8 in groups of 32 at 14464 and 15360, 60 values a
 # thread, 92 estimated against 80) 116–132 bytes, and those rows lost 13–16 %.
-FP8_ROW_FULL_SM_WARPS = 24
+# 24 warps an SM (768 threads) is also what `fusegen tune --quick` times beside the planner's program
+# (tune.QUICK_FULL_SM_THREADS): perf/probe61's full tunes were won there.
+FULL_SM_WARPS = 24
 FP8_ROW_MAX_FRAGMENT_BLOCKS = 4
 FP8_ROW_SPARE_REGISTERS = 4
 
 
 def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> tuple[int, str] | None:
-    """The launch bound (blocks per SM) a float32 row that writes only FP8 takes toward FP8_ROW_FULL_SM_WARPS
+    """The launch bound (blocks per SM) a float32 row that writes only FP8 takes toward FULL_SM_WARPS
     warps an SM, its side inputs then read where used, over `fragment` (the planner's fragment program of one
     row a block, which its estimate holds in at most FP8_ROW_MAX_FRAGMENT_BLOCKS blocks), with why; None
     elsewhere, where the bound adds no block, its registers would not hold the row, or hints pin either."""
@@ -1268,7 +1270,7 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
     ):
         return None
     held = fragment_blocks_per_sm(fragment, side_inputs)
-    blocks = min(MAX_BLOCKS_PER_SM, FP8_ROW_FULL_SM_WARPS // (fragment.threads // WARP_THREADS))
+    blocks = min(MAX_BLOCKS_PER_SM, FULL_SM_WARPS // (fragment.threads // WARP_THREADS))
     if held > FP8_ROW_MAX_FRAGMENT_BLOCKS or blocks <= held:
         return None
     need = fragment_registers(replace(fragment, prefetch=False), side_inputs)

@@ -29,6 +29,7 @@ from .model import DTYPE_BYTES, Plan, Schedule, TokenRange
 from .plan import gathered_inputs, plan, staged_inputs
 from .schedule import (
     FRAGMENT_SQUEEZE,
+    FULL_SM_WARPS,
     SM_REGISTERS,
     STREAM_MIN_ELEMS_PER_THREAD,
     WARP_THREADS,
@@ -235,7 +236,7 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
 # and 11264, fp16 LayerNorm → RoPE 14464, bf16 RMSNorm → cache RoPE 10368). Quick's eight held one of the
 # four: rank_key puts bounds past two blocks last and _tight_bounds bounds only the planner's own threads
 # and staging. Quick times the two such candidates rank_key puts first (docs/bench/tune/quick-check-s32.md).
-QUICK_FULL_SM_THREADS = 768
+QUICK_FULL_SM_THREADS = FULL_SM_WARPS * WARP_THREADS
 QUICK_FULL_SM = 2
 
 
