@@ -291,10 +291,14 @@ class KernelFrame:
         """Prologue: a per-token parameter of `width` floats per row (or the row of table `param` that
         `index` names) into shared memory; TileLang puts the barrier before its first read."""
         name = staged_buffer(param)
+        passes = self.planned(name).shape[-1]  # whole passes of the row's threads (plan.whole_thread_extent)
+        padded = passes != width
+        why = "# every thread loads (the last entry again past the row): under a branch ptxas would issue it late"
         return [
             self.alloc(name),
-            self.loop(("j", rendered(width))),
-            f"    {name}[{self.at('j')}] = {self._row_load(param, 'j', 'i', index)}",
+            *([why] if padded else []),
+            self.loop(("j", rendered(passes))),
+            f"    {name}[{self.at('j')}] = {self._row_load(param, f'T.min(j, {rendered(width)} - 1)' if padded else 'j', 'i', index)}",
         ]
 
     def row_reduce(self, source: str, result: str, op: str, name: str) -> list[str]:

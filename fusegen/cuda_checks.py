@@ -91,6 +91,31 @@ def unrestricted(source: str, params: list[str]) -> Check:
     return Check("pinned side inputs not __restrict__", ok, ", ".join(f"{p}: {found}" for p, found in declared.items()))
 
 
+def staged_rows_on_every_thread(source: str, buffers: list[str]) -> Check:
+    """The prologue stores of the staged per-token rows (plan.whole_thread_extent) sit under no thread
+    guard: inside `if (threadIdx.x < n)` ptxas would issue their loads only after the arithmetic on x."""
+    # name[i] = …, ((float*)name)[i] = … (dynamic shared memory), *(float2*)(name + i) = … (vectorized)
+    stores = {
+        name: re.compile(rf"(?:(?:\(\(float\*\))?{name}\)?\[[^\]]*\]|\*\(\w+\*\)\((?:\(\(float\*\))?{name}\)? \+ [^;]*\)) = ")
+        for name in buffers
+    }
+    found, guarded, open_blocks = set(), [], []
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("}"):
+            open_blocks = open_blocks[:-1]
+        for name, store in stores.items():
+            if store.match(stripped):
+                found.add(name)
+                if any(re.search(r"threadIdx\.x\)+ <", header) for header in open_blocks):
+                    guarded.append(stripped)
+        if stripped.endswith("{"):
+            open_blocks.append(stripped)
+    missing = [name for name in buffers if name not in found]
+    detail = "; ".join(guarded) or (f"no store to {', '.join(missing)} found" if missing else ", ".join(buffers))
+    return Check("staged rows loaded on every thread", not guarded and not missing, detail)
+
+
 def tile_loops(source: str, tiles: int, held: bool) -> Check:
     """A reread program's loops over its tiles: the statistics passes unrolled (every tile's load in flight),
     and the finishing pass unrolled where the schedule holds the tiles (Schedule.tiles_held: nvcc then reuses
@@ -129,6 +154,9 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         checks.append(unrestricted(source, [t.param for t in staged_inputs(route.stages) if t.per_column]))
     if s.variant == "reread":
         checks.append(tile_loops(source, s.tiles, s.tiles_held))
+    staged_rows = [b.name for b in route.scratch if b.scope == "shared" and b.name.endswith("_staged")]
+    if staged_rows and s.variant != "stream":
+        checks.append(staged_rows_on_every_thread(source, staged_rows))
     for stage in route.stages:
         checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)

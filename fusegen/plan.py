@@ -12,6 +12,7 @@ from .errors import ChainError
 from .model import (
     DTYPE_BYTES,
     Dim,
+    Extent,
     Layout,
     Ledger,
     LedgerLine,
@@ -25,6 +26,7 @@ from .model import (
     Tensor,
     exchange_buffer,
     partial_buffers,
+    rendered,
     staged_buffer,
 )
 from .ops import REGISTRY
@@ -234,14 +236,17 @@ def _planned_route(
 def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: Layout) -> tuple[Scratch, ...]:
     """The buffers a prefetching prologue (or the stream ring) stages the side inputs in: per-token rows in
     shared memory, per-column inputs in registers in the row's layout."""
+
+    def per_token(t: Tensor) -> Scratch:
+        width = t.shape[1].size
+        passes = width if schedule.variant == "stream" else whole_thread_extent(width, layout)
+        on_every_thread = " on every thread, padded to whole passes" if passes != width else ""
+        why = f"{t.arg} of the block's rows, loaded with the row{on_every_thread} (read after the row's first barrier)"
+        shape = (schedule.ring_slots, width) if schedule.variant == "stream" else layout.rows(passes)
+        return Scratch(staged_buffer(t.param), "shared", shape, "float32", why)
+
     return tuple(
-        Scratch(
-            staged_buffer(t.param),
-            "shared",
-            (schedule.ring_slots, t.shape[1].size) if schedule.variant == "stream" else layout.rows(t.shape[1].size),
-            "float32",
-            f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)",
-        )
+        per_token(t)
         if t.per_token_row
         # An offset weight (1 + w) stays float32: rounded back to a 2-byte dtype it would lose w's low bits.
         else Scratch(
@@ -253,6 +258,20 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
         )
         for t in side_inputs
         if t.per_token_row or t.per_column
+    )
+
+
+def whole_thread_extent(width: int, layout: Layout) -> int:
+    """A staged per-token row's width padded to whole passes of a row's threads. A loop over fewer
+    entries than threads runs under `if (threadIdx.x < width)`, and ptxas issues no load inside that
+    branch before the x-consuming arithmetic it schedules ahead of it: the gather's DRAM latency (and for a
+    cached RoPE the positions' too) then starts only after the row has arrived. Over whole passes every
+    thread loads (the padding repeats the row's last entry, from the same sectors: no bytes move)."""
+    threads = layout.row_threads
+    if width % threads == 0:
+        return width
+    return Extent(
+        -(-width // threads) * threads, f"({rendered(width)} + {rendered(threads)} - 1) // {rendered(threads)} * {rendered(threads)}"
     )
 
 

@@ -142,6 +142,14 @@ CASES = {
         hidden=5248,
         outputs={"y": False},
     ),
+    "staged_rows_every_thread": case(
+        "per-head RMSNorm → cache RoPE on each head's last 128 of 256 columns, 5632 on 256 threads: the 128-entry"
+        " cos_sin_cache row staged on all of them, the padding repeating its last entry (plan.whole_thread_extent)",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, span="tail", source="cache", max_position=32768)],
+        "float16",
+        hidden=5632,
+        head_dim=256,
+    ),
     # Passed on the H200 (2026-12-03). A span the loops over it alone cannot lay out turns in the row tiles
     # holding it (rope.rope_loop "tiles"), the row on vectors wider than the span's own.
     "rope_span_tiles_wrap": case(

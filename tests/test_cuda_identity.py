@@ -10,7 +10,8 @@ telling nvcc threadIdx.x < threads, and again when the norms' means became multi
 the two quant ones when the scale's division became two fmas; case-stream_ln_y_mean when a stream's
 launch bound began sitting up to a fifth under the register estimate, 9 blocks an SM instead of 8;
 case-quant_column_pinned_block_m4 when a block's column-major group scales began leaving through shared
-memory, each group's rows as one run): a
+memory, each group's rows as one run; the two routed ones when staged cos/sin rows began loading on every
+thread, padded to whole passes of a row's threads): a
 change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
@@ -146,3 +147,19 @@ def test_the_tile_loop_check_wants_the_finishing_pass_unrolled_only_where_held()
     assert not tile_loops(held, 3, held=True).ok  # another tile count than planned
     assert not tile_loops(finishing.replace("tile_1", "tile"), 4, held=False).ok  # no statistics pass
     assert not tile_loops(statistics.replace("#pragma unroll", "") + finishing, 4, held=False).ok
+
+
+def test_the_staged_row_check_wants_no_thread_guard():
+    """The CUDA check "staged rows loaded on every thread" passes the golden routed RoPE kernel, whose cos/sin
+    staging runs on every thread (plan.whole_thread_extent), and fails it with the stores put back under
+    `if (threadIdx.x < 64)`, as TileLang writes a loop over fewer entries than threads; a buffer the kernel
+    never stores fails it too."""
+    from fusegen.cuda_checks import staged_rows_on_every_thread
+
+    source = (GOLDEN / "routed-rope_tail_neox_64.cu").read_text()
+    store = "  ((float*)cos_staged)[((int)threadIdx.x)] = condval_2;"
+    assert source.count(store) == 1
+    assert staged_rows_on_every_thread(source, ["cos_staged", "sin_staged"]).ok
+    guarded = source.replace(store, "  if (((int)threadIdx.x) < 64) {\n  " + store + "\n  }")
+    assert not staged_rows_on_every_thread(guarded, ["cos_staged", "sin_staged"]).ok
+    assert not staged_rows_on_every_thread(source, ["cos_staged", "positions_staged"]).ok

@@ -94,7 +94,9 @@ def test_counts_and_widths_are_written_from_the_constants_they_derive_from():
             "Cos: T.Tensor((m, ROPE_HALF)",
             "Mean: T.Tensor((m, HIDDEN // HEAD_DIM)",
             "Scale: T.Tensor((m, HIDDEN // GROUP_SIZE)",
-            "cos_staged = T.alloc_shared((ROPE_HALF,)",
+            # staged on every thread: whole passes of the row's threads (plan.whole_thread_extent)
+            "cos_staged = T.alloc_shared(((ROPE_HALF + threads - 1) // threads * threads,)",
+            "cos_staged[j] = Cos[block, T.min(j, ROPE_HALF - 1)]",
             "T.reduce_sum(T.reshape(row, (HIDDEN // HEAD_DIM, HEAD_DIM)), mean, dim=1)",
             "for p in T.Parallel(HIDDEN // 2):",  # the gptj pairs, turned in registers
             "T.reshape(rope_partner, (HIDDEN // 2, 2))",

@@ -21,8 +21,8 @@ extern "C" __global__ void rms_norm_rope_fused_kernel(const float* __restrict__ 
 extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 512));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 1024));
   float row[32];
   half_t weight_staged[32];
   float sumsq_terms[32];
@@ -46,10 +46,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_fused_kernel(
   for (int i_1 = 0; i_1 < 4; ++i_1) {
     *(uint4*)(weight_staged + (i_1 * 8)) = *(uint4*)(Weight + ((i_1 * 1024) + (((int)threadIdx.x) * 8)));
   }
-  if (((int)threadIdx.x) < 32) {
-    ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-    ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-  }
+  ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
+  ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
   #pragma unroll
   for (int i_2 = 0; i_2 < 8; ++i_2) {
     float4 __2;
@@ -150,8 +148,8 @@ extern "C" __global__ void rms_norm_rope_fused_kernel(const float* __restrict__ 
 extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 2048));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 4096));
   float row[8];
   half_t weight_staged[8];
   float sumsq_terms[8];
@@ -171,10 +169,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) rms_norm_rope_fused_kernel(
     }
   }
   *(uint4*)(weight_staged + 0) = *(uint4*)(Weight + (((int)threadIdx.x) * 8));
-  if (((int)threadIdx.x) < 32) {
-    ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-    ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-  }
+  ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
+  ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
   #pragma unroll
   for (int i_1 = 0; i_1 < 2; ++i_1) {
     float4 __2;

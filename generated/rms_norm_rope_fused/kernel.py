@@ -76,12 +76,14 @@ def fused_program(threads: int, vector: int):
             T.annotate_layout({weight_staged: T.Fragment((HIDDEN,), forward_thread_fn=row_thread, forward_index_fn=row_index)})
             for j in T.Parallel(HIDDEN):
                 weight_staged[j] = Weight[j]
-            cos_staged = T.alloc_shared((ROPE_HALF,), "float32")
-            for j in T.Parallel(ROPE_HALF):
-                cos_staged[j] = Cos[block, j]
-            sin_staged = T.alloc_shared((ROPE_HALF,), "float32")
-            for j in T.Parallel(ROPE_HALF):
-                sin_staged[j] = Sin[block, j]
+            cos_staged = T.alloc_shared(((ROPE_HALF + threads - 1) // threads * threads,), "float32")
+            # every thread loads (the last entry again past the row): under a branch ptxas would issue it late
+            for j in T.Parallel((ROPE_HALF + threads - 1) // threads * threads):
+                cos_staged[j] = Cos[block, T.min(j, ROPE_HALF - 1)]
+            sin_staged = T.alloc_shared(((ROPE_HALF + threads - 1) // threads * threads,), "float32")
+            # every thread loads (the last entry again past the row): under a branch ptxas would issue it late
+            for j in T.Parallel((ROPE_HALF + threads - 1) // threads * threads):
+                sin_staged[j] = Sin[block, T.min(j, ROPE_HALF - 1)]
             # --- op[0] RMSNorm(eps=1e-06, weight=True) ---
             sumsq_terms = T.alloc_fragment((HIDDEN,), "float32")
             rstd = T.alloc_fragment((1,), "float32")

@@ -23,9 +23,9 @@ extern "C" __global__ void rms_norm_rope_quant_fused_kernel(const float* __restr
 extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_kernel(const float* __restrict__ Cos, fp8_e4_t* __restrict__ Q, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 128));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 160));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 288));
+  void* row_amax_warps = ((void*)((char*)buf_dyn_shmem + 1024));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 1056));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 2080));
   float row[16];
   half_t weight_staged[16];
   float sumsq_terms[16];
@@ -55,10 +55,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   for (int i_1 = 0; i_1 < 2; ++i_1) {
     *(uint4*)(weight_staged + (i_1 * 8)) = *(uint4*)(Weight + ((i_1 * 2048) + (((int)threadIdx.x) * 8)));
   }
-  if (((int)threadIdx.x) < 32) {
-    ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-    ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-  }
+  ((float*)cos_staged)[((int)threadIdx.x)] = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
+  ((float*)sin_staged)[((int)threadIdx.x)] = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + min(((int64_t)((int)threadIdx.x)), (int64_t)31))];
   #pragma unroll
   for (int i_2 = 0; i_2 < 4; ++i_2) {
     float4 __2;

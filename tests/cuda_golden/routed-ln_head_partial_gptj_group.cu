@@ -255,7 +255,7 @@ extern "C" __global__ void ln_head_partial_gptj_group_kernel(const half_t* __res
 extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_kernel(const half_t* __restrict__ Bias, const float* __restrict__ Cos, float* __restrict__ Mean, fp8_e4_t* __restrict__ Q, float* __restrict__ Rstd, float* __restrict__ Scale, const float* __restrict__ Sin, const half_t* __restrict__ Weight, const half_t* __restrict__ X, half_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 128));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 1024));
   float row[8];
   half_t weight_staged[8];
   half_t bias_staged[8];
@@ -295,22 +295,20 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
   }
   *(uint4*)(weight_staged + 0) = *(uint4*)(Weight + ((((int)threadIdx.x) & 7) * 8));
   *(uint4*)(bias_staged + 0) = *(uint4*)(Bias + ((((int)threadIdx.x) & 7) * 8));
-  if (((int)threadIdx.x) < 32) {
-    float condval_2;
-    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 4)) < m)) {
-      condval_2 = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-    } else {
-      condval_2 = 0x0p+0f/*0.000000e+00*/;
-    }
-    ((float*)cos_staged)[((int)threadIdx.x)] = condval_2;
-    float condval_3;
-    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 4)) < m)) {
-      condval_3 = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((int64_t)((int)threadIdx.x)))];
-    } else {
-      condval_3 = 0x0p+0f/*0.000000e+00*/;
-    }
-    ((float*)sin_staged)[((int)threadIdx.x)] = condval_3;
+  float condval_2;
+  if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+    condval_2 = Cos[(((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)16)) + min((((int64_t)((int)threadIdx.x)) & (int64_t)127), (int64_t)15))];
+  } else {
+    condval_2 = 0x0p+0f/*0.000000e+00*/;
   }
+  ((float*)cos_staged)[((int)threadIdx.x)] = condval_2;
+  float condval_3;
+  if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+    condval_3 = Sin[(((((int64_t)((int)blockIdx.x)) * (int64_t)32) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)16)) + min((((int64_t)((int)threadIdx.x)) & (int64_t)127), (int64_t)15))];
+  } else {
+    condval_3 = 0x0p+0f/*0.000000e+00*/;
+  }
+  ((float*)sin_staged)[((int)threadIdx.x)] = condval_3;
   mean[0] = 0x0p+0f/*0.000000e+00*/;
   #pragma unroll
   for (int rv = 0; rv < 8; ++rv) {
@@ -397,12 +395,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) ln_head_partial_gptj_group_
       float2 __9;
         float2 __10;
           float2 v__8 = *(float2*)(row + (i_6 * 2));
-          float2 v__9 = make_float2(((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
+          float2 v__9 = make_float2(((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)cos_staged)[((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
           __10.x = (v__8.x*v__9.x);
           __10.y = (v__8.y*v__9.y);
         float2 __11;
           float2 v__10 = *(float2*)(rope_partner + (i_6 * 2));
-          float2 v__11 = make_float2(((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 16) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
+          float2 v__11 = make_float2(((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 7) * 4)) + i_6)], ((float*)sin_staged)[((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 7) * 4)) + i_6)]);
           __11.x = (v__10.x*v__11.x);
           __11.y = (v__10.y*v__11.y);
         __9.x = (__10.x+__11.x);

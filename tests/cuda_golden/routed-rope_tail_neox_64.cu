@@ -133,8 +133,8 @@ extern "C" __global__ void rope_tail_neox_64_kernel(const float* __restrict__ Co
 extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(const float* __restrict__ Cos, const float* __restrict__ Sin, const bfloat16_t* __restrict__ Weight, const bfloat16_t* __restrict__ X, bfloat16_t* __restrict__ Y, int m) {
   extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
   void* cos_staged = ((void*)((char*)buf_dyn_shmem + 0));
-  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 256));
-  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 512));
+  void* sin_staged = ((void*)((char*)buf_dyn_shmem + 1024));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 2048));
   float row[32];
   bfloat16_t weight_staged[32];
   float sumsq_terms[32];
@@ -173,22 +173,20 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
   for (int i_1 = 0; i_1 < 4; ++i_1) {
     *(uint4*)(weight_staged + (i_1 * 8)) = *(uint4*)(Weight + ((i_1 * 1024) + ((((int)threadIdx.x) & 127) * 8)));
   }
-  if (((int)threadIdx.x) < 64) {
-    float condval_2;
-    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 5)) < m)) {
-      condval_2 = Cos[((((int64_t)((int)blockIdx.x)) * (int64_t)64) + ((int64_t)((int)threadIdx.x)))];
-    } else {
-      condval_2 = 0x0p+0f/*0.000000e+00*/;
-    }
-    ((float*)cos_staged)[((int)threadIdx.x)] = condval_2;
-    float condval_3;
-    if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 5)) < m)) {
-      condval_3 = Sin[((((int64_t)((int)blockIdx.x)) * (int64_t)64) + ((int64_t)((int)threadIdx.x)))];
-    } else {
-      condval_3 = 0x0p+0f/*0.000000e+00*/;
-    }
-    ((float*)sin_staged)[((int)threadIdx.x)] = condval_3;
+  float condval_2;
+  if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+    condval_2 = Cos[(((((int64_t)((int)blockIdx.x)) * (int64_t)64) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)32)) + min((((int64_t)((int)threadIdx.x)) & (int64_t)127), (int64_t)31))];
+  } else {
+    condval_2 = 0x0p+0f/*0.000000e+00*/;
   }
+  ((float*)cos_staged)[((int)threadIdx.x)] = condval_2;
+  float condval_3;
+  if ((((((int)blockIdx.x) * 2) + (((int)threadIdx.x) >> 7)) < m)) {
+    condval_3 = Sin[(((((int64_t)((int)blockIdx.x)) * (int64_t)64) + ((((int64_t)((int)threadIdx.x)) >> (int64_t)7) * (int64_t)32)) + min((((int64_t)((int)threadIdx.x)) & (int64_t)127), (int64_t)31))];
+  } else {
+    condval_3 = 0x0p+0f/*0.000000e+00*/;
+  }
+  ((float*)sin_staged)[((int)threadIdx.x)] = condval_3;
   #pragma unroll
   for (int i_2 = 0; i_2 < 8; ++i_2) {
     float4 __2;
@@ -259,14 +257,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) rope_tail_neox_64_kernel(co
       float4 __6;
         float4 __7;
           float4 v__5 = *(float4*)(row + (i_6 * 4));
-          float4 v__6 = *(float4*)(((float*)cos_staged) + ((((((int)threadIdx.x) >> 7) * 32) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
+          float4 v__6 = *(float4*)(((float*)cos_staged) + ((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
           __7.x = (v__5.x*v__6.x);
           __7.y = (v__5.y*v__6.y);
           __7.z = (v__5.z*v__6.z);
           __7.w = (v__5.w*v__6.w);
         float4 __8;
           float4 v__7 = *(float4*)(rope_partner + (i_6 * 4));
-          float4 v__8 = *(float4*)(((float*)sin_staged) + ((((((int)threadIdx.x) >> 7) * 32) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
+          float4 v__8 = *(float4*)(((float*)sin_staged) + ((((((int)threadIdx.x) >> 7) * 128) + ((((int)threadIdx.x) & 3) * 8)) + ((i_6 & 1) * 4)));
           __8.x = (v__7.x*v__8.x);
           __8.y = (v__7.y*v__8.y);
           __8.z = (v__7.z*v__8.z);
