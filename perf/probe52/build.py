@@ -39,9 +39,15 @@ def main(old_tree: Path, out: Path) -> None:
     build_changed(old_tree, out, bases + drawn_specs(SEED, DRAWN, small_groups))
 
 
-def build_changed(old_tree: Path, out: Path, bases: list[dict], keep_new: frozenset[str] = frozenset()) -> None:
-    """Each spec as NAME_old (`old_tree`) and NAME_new (this tree); the pairs whose schedules differ kept, and
-    the NAME_new of the specs named in `keep_new` whether or not they differ."""
+def schedules_differ(old: Path, new: Path) -> bool:
+    """Whether two built packages plan different schedules for any route."""
+    schedules = [[r["schedule"] for r in json.loads((p / "plan.json").read_text())["routes"]] for p in (old, new)]
+    return schedules[0] != schedules[1]
+
+
+def build_changed(old_tree: Path, out: Path, bases: list[dict], keep_new: frozenset[str] = frozenset(), differs=schedules_differ) -> None:
+    """Each spec as NAME_old (`old_tree`) and NAME_new (this tree); the pairs that `differs` (by default: whose
+    schedules differ) kept, and the NAME_new of the specs named in `keep_new` whether or not they differ."""
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()
@@ -57,8 +63,7 @@ def build_changed(old_tree: Path, out: Path, bases: list[dict], keep_new: frozen
         if not (package / "plan.json").is_file():
             continue
         twin = timed / package.name.replace("_old", "_new")
-        schedules = [[r["schedule"] for r in json.loads((p / "plan.json").read_text())["routes"]] for p in (package, twin)]
-        if schedules[0] == schedules[1]:
+        if not differs(package, twin):
             if package.name.removesuffix("_old") not in keep_new:
                 shutil.rmtree(twin)
             continue
