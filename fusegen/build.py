@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
-from .compile import workers_leave_interrupts_to_us
+from .compile import Resources, workers_leave_interrupts_to_us
 from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
 from .errors import ChainError, SpecError, UsageError
@@ -57,6 +57,7 @@ class BuiltKernel:
     files: dict[str, str]
     checks: list[Check] = field(default_factory=list)
     changed: bool = False
+    resources: list[Resources | None] = field(default_factory=list)  # ptxas's, per program
 
 
 def display_path(path: Path) -> str:
@@ -158,16 +159,19 @@ def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], N
         done += 1
         notify(f"compiled {built[index].plan.name} ({done}/{len(built)})")
 
-    sources = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs, verbose, compiled)
-    for b, kernel_sources in zip(built, sources):
+    programs = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs, verbose, compiled)
+    for b, compiled_programs in zip(built, programs):
+        kernel_sources = [source for source, _ in compiled_programs]
+        b.resources = [resources for _, resources in compiled_programs]
         b.files["kernel.cu"] = kernel_cu(b.plan, kernel_sources)
         (staging / b.plan.name / "kernel.cu").write_text(b.files["kernel.cu"], encoding="utf-8")
         b.checks = check_cuda(b.plan, kernel_sources)
     return built
 
 
-def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[[int], None]) -> list[list[str]]:
-    """The CUDA of each kernel.py in `paths`, in order; `compiled(index)` as each one finishes."""
+def _compile_all(paths: list[str], jobs: int, verbose: bool, compiled: Callable[[int], None]) -> list[list[tuple[str, Resources | None]]]:
+    """The CUDA of each kernel.py in `paths` with ptxas's resources, per program, in order; `compiled(index)`
+    as each one finishes."""
     results: list = [None] * len(paths)
     if jobs <= 1 or len(paths) == 1:
         for index, path in enumerate(paths):
@@ -201,12 +205,12 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         worker.join()
 
 
-def _compile_one(path: str, verbose: bool) -> list[str]:
-    from .compile import cuda_sources_of_file, route_tilelang_logs  # imported in the worker process: TileLang loads there
+def _compile_one(path: str, verbose: bool) -> list[tuple[str, Resources | None]]:
+    from .compile import compiled_programs_of_file, route_tilelang_logs  # imported in the worker process: TileLang loads there
 
     route_tilelang_logs(verbose)
     try:
-        return cuda_sources_of_file(Path(path))
+        return compiled_programs_of_file(Path(path))
     except Exception as exc:  # TileLang raises many types; any of them means fusegen emitted a bad kernel
         last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         name = Path(path).parent.name

@@ -88,8 +88,9 @@ def cmd_build(args) -> int:
         fused, unfused = p.ledger.fused_bytes(m) / 1e6, p.ledger.unfused_bytes(m) / 1e6
         passed = sum(c.ok for c in b.checks)
         s = p.schedule
+        registers = "/".join(str(r.registers) if r else "?" for r in b.resources)
         print(
-            f"{p.name:<32} {s.variant:<8} {s.threads:>4} thr × {s.vector_bytes:>2} B  "
+            f"{p.name:<32} {s.variant:<8} {s.threads:>4} thr × {s.vector_bytes:>2} B  {registers:>7} reg  "
             f"ledger@{m}: {fused:7.1f} MB fused / {unfused:7.1f} MB unfused ({unfused / fused:4.2f}×)  "
             f"CUDA checks {passed}/{len(b.checks)}  {'written' if b.changed else 'unchanged'}"
         )
@@ -97,6 +98,13 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
+        for index, resources in enumerate(b.resources):
+            if resources and resources.stack_bytes:
+                # Correct, but each spilled value goes through local memory: a slower kernel, not a wrong one.
+                print(
+                    f"    ! program_{index}: ptxas spilled ({resources.stack_bytes} B of stack frame at {resources.registers} registers "
+                    "a thread): correct, but slower; `fusegen tune` times other schedules"
+                )
     print(
         one_line(f"{len(built)} kernel(s) in {Path(args.out).resolve()}/; {tuning_used}")
         + (f"; {failing} CUDA check(s) failed" if failing else "")

@@ -1,14 +1,17 @@
-"""Compiling a generated kernel module for sm_90a (works without a GPU) and returning its CUDA."""
+"""Compiling a generated kernel module for sm_90a (works without a GPU) and returning its CUDA, with the
+registers and stack frame ptxas gave each program."""
 
 from __future__ import annotations
 
 import importlib.util
 import multiprocessing
 import signal
+import struct
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -37,16 +40,97 @@ def import_file(path: Path, module_name: str):
     return module
 
 
-def cuda_sources(module) -> list[str]:
-    """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order."""
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas gave a compiled program: registers a thread, and the stack frame a spill needs (0: none)."""
+
+    registers: int
+    stack_bytes: int
+
+
+# The attributes of a cubin's .nv.info section (NVIDIA's ELF notes, as cuobjdump reads them): entries of a
+# format byte, an attribute byte and a payload; for these two, a 16-bit size then (function symbol, value).
+_NV_INFO_SIZED = 0x04
+_NV_INFO_REGISTERS = 0x2F
+_NV_INFO_FRAME = 0x11
+_NV_INFO_PAYLOAD = {0x01: 0, 0x02: 1, 0x03: 2}  # formats of no payload, a byte, a 16-bit value
+
+
+def ptxas_resources(library: Path) -> Resources | None:
+    """The registers and stack frame ptxas gave the kernel of a TileLang library (the cubin embedded in
+    its executable.so), read from the cubin's .nv.info attributes; None where no cubin with them is found.
+    No GPU and no disassembler needed: the build reports them beside the CUDA checks."""
+    try:
+        data = library.read_bytes()
+    except OSError:
+        return None
+    start = data.find(b"\x7fELF", 1)
+    while start != -1:
+        found = _nv_info(data, start)
+        if found is not None:
+            return found
+        start = data.find(b"\x7fELF", start + 1)
+    return None
+
+
+def _nv_info(data: bytes, start: int) -> Resources | None:
+    try:
+        (section_table,) = struct.unpack_from("<Q", data, start + 0x28)
+        entry_size, entries, names_index = struct.unpack_from("<HHH", data, start + 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, start + section_table + k * entry_size) for k in range(entries)]
+        names = start + sections[names_index][4]
+        for name_offset, _, _, _, offset, size, *_ in sections:
+            name_start = names + name_offset
+            if data[name_start : data.index(b"\0", name_start)] != b".nv.info":
+                continue
+            info, values, at = data[start + offset : start + offset + size], {}, 0
+            while at + 2 <= len(info):
+                kind, attribute = info[at], info[at + 1]
+                if kind == _NV_INFO_SIZED:
+                    (length,) = struct.unpack_from("<H", info, at + 2)
+                    if attribute in (_NV_INFO_REGISTERS, _NV_INFO_FRAME) and length == 8:
+                        values.setdefault(attribute, []).append(struct.unpack_from("<II", info, at + 4)[1])
+                    at += 4 + length
+                else:
+                    at += 2 + _NV_INFO_PAYLOAD.get(kind, 0)
+            if _NV_INFO_REGISTERS in values:
+                return Resources(max(values[_NV_INFO_REGISTERS]), max(values.get(_NV_INFO_FRAME, [0])))
+    except (struct.error, ValueError, IndexError, OverflowError):  # not an ELF image after all: bytes that looked like one
+        return None
+    return None
+
+
+def compiled_programs(module) -> list[tuple[str, Resources | None]]:
+    """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order, with
+    what ptxas gave it."""
     from .runtime import compile_program
 
     launcher = module.launcher
-    return [compile_program(program, launcher.target).get_kernel_source() for program in launcher.programs]
+    compiled = [compile_program(program, launcher.target) for program in launcher.programs]
+    return [(k.get_kernel_source(), _resources_of(k)) for k in compiled]
+
+
+def _resources_of(kernel) -> Resources | None:
+    """ptxas's resources from the library TileLang loaded the kernel from (a cache hit: the adapter's
+    libpath) or saved it to (a fresh compile: the kernel's cache directory); None where it kept neither."""
+    library = getattr(kernel.adapter, "libpath", None)
+    if not library:
+        cached = getattr(kernel, "_tilelang_cache_path", None)
+        library = Path(cached) / "executable.so" if cached else None
+    return ptxas_resources(Path(library)) if library else None
+
+
+def cuda_sources(module) -> list[str]:
+    """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order."""
+    return [source for source, _ in compiled_programs(module)]
 
 
 def cuda_sources_of_file(kernel_py: Path) -> list[str]:
     return cuda_sources(import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}"))
+
+
+def compiled_programs_of_file(kernel_py: Path) -> list[tuple[str, Resources | None]]:
+    return compiled_programs(import_file(kernel_py, f"_fusegen_compile_{kernel_py.parent.name}"))
 
 
 @contextmanager

@@ -725,3 +725,70 @@ def test_a_failed_cuda_check_is_a_failed_build(work, monkeypatch, capsys):
     assert cli.main(build_args("specs/rms_norm.toml")) == 1
     printed = capsys.readouterr().out
     assert "✗ row loads X vectorized: narrowest 4 B" in printed and "1 CUDA check(s) failed" in printed
+
+
+# The planner's stream for this float32 chain holds 56 values a thread and ptxas spills it (perf/probe68's draw).
+SPILLING_SPEC = """\
+name = "spilling_stream"
+dtype = "float32"
+hidden = 7168
+head_dim = 64
+
+[[op]]
+kind = "add_residual"
+
+[[op]]
+kind = "rmsnorm"
+
+[[op]]
+kind = "rope"
+rope_dim = 16
+span = "head"
+source = "cache"
+max_position = 4096
+
+[[op]]
+kind = "quant_fp8"
+group_size = 64
+scale_layout = "column"
+
+[outputs]
+y = false
+rstd = true
+"""
+
+
+def test_the_report_gives_ptxas_registers_and_names_a_spill(work, monkeypatch, capsys):
+    """Each kernel's line gives the registers ptxas allotted each program, read from the compiled library;
+    a program ptxas spilled gets a line of its own (the build still succeeds: it is slower, not wrong), and
+    one that fits gets none."""
+    from fusegen.compile import compiled_programs_of_file
+
+    (work / "specs" / "spilling_stream.toml").write_text(SPILLING_SPEC)
+    monkeypatch.chdir(work)
+    assert cli.main(build_args("specs/rms_norm.toml", "specs/spilling_stream.toml")) == 0
+    printed = capsys.readouterr().out
+    resources = {
+        name: [r for _, r in compiled_programs_of_file(work / "generated" / name / "kernel.py")] for name in ("rms_norm", "spilling_stream")
+    }
+    for name, found in resources.items():
+        assert all(r is not None and 16 <= r.registers <= 255 for r in found), found
+        line = next(line for line in printed.splitlines() if line.startswith(name + " "))
+        assert f"{'/'.join(str(r.registers) for r in found)} reg" in line
+    assert not any(r.stack_bytes for r in resources["rms_norm"])
+    spilled = [(index, r) for index, r in enumerate(resources["spilling_stream"]) if r.stack_bytes]
+    assert spilled, resources["spilling_stream"]
+    for index, r in spilled:
+        assert f"! program_{index}: ptxas spilled ({r.stack_bytes} B of stack frame at {r.registers} registers a thread)" in printed
+    assert printed.count("ptxas spilled") == len(spilled)
+
+
+def test_ptxas_resources_needs_a_cubin_with_its_attributes(tmp_path):
+    """A file without an embedded cubin, or with bytes that only look like an ELF header, gives None."""
+    from fusegen.compile import ptxas_resources
+
+    (tmp_path / "plain.so").write_bytes(b"\x7fELF" + bytes(200))
+    (tmp_path / "fake.so").write_bytes(b"\x7fELF" + bytes(60) + b"\x7fELF" + b"\xff" * 80)
+    assert ptxas_resources(tmp_path / "plain.so") is None
+    assert ptxas_resources(tmp_path / "fake.so") is None
+    assert ptxas_resources(tmp_path / "missing.so") is None
