@@ -100,14 +100,17 @@ def _nv_info(data: bytes, start: int) -> Resources | None:
     return None
 
 
-def compiled_programs(module) -> list[tuple[str, Resources | None]]:
-    """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order, with
-    what ptxas gave it."""
+def _compiled(module) -> list:
+    """Each of a kernel module's programs compiled for its target (TileLang JIT kernels), in order."""
     from .runtime import compile_program
 
     launcher = module.launcher
-    compiled = [compile_program(program, launcher.target) for program in launcher.programs]
-    return [(k.get_kernel_source(), _resources_of(k)) for k in compiled]
+    return [compile_program(program, launcher.target) for program in launcher.programs]
+
+
+def compiled_programs(module) -> list[tuple[str, Resources | None]]:
+    """The device CUDA of each of a kernel module's programs, in order, with what ptxas gave it."""
+    return [(k.get_kernel_source(), _resources_of(k)) for k in _compiled(module)]
 
 
 def _resources_of(kernel) -> Resources | None:
@@ -122,7 +125,7 @@ def _resources_of(kernel) -> Resources | None:
 
 def cuda_sources(module) -> list[str]:
     """Compiles each of a kernel module's programs for its target; the device CUDA of each, in order."""
-    return [source for source, _ in compiled_programs(module)]
+    return [k.get_kernel_source() for k in _compiled(module)]
 
 
 def cuda_sources_of_file(kernel_py: Path) -> list[str]:

@@ -239,11 +239,13 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
 
     def per_token(t: Tensor) -> Scratch:
         width = t.shape[1].size
-        passes = width if schedule.variant == "stream" else whole_thread_extent(width, layout)
-        on_every_thread = " on every thread, padded to whole passes" if passes != width else ""
-        why = f"{t.arg} of the block's rows, loaded with the row{on_every_thread} (read after the row's first barrier)"
-        shape = (schedule.ring_slots, width) if schedule.variant == "stream" else layout.rows(passes)
-        return Scratch(staged_buffer(t.param), "shared", shape, "float32", why)
+        why = f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)"
+        if schedule.variant == "stream":
+            return Scratch(staged_buffer(t.param), "shared", (schedule.ring_slots, width), "float32", why)
+        passes = whole_thread_extent(width, layout)
+        if passes != width:
+            why = why.replace("loaded with the row", "loaded with the row on every thread, padded to whole passes")
+        return Scratch(staged_buffer(t.param), "shared", layout.rows(passes), "float32", why)
 
     return tuple(
         per_token(t)

@@ -263,8 +263,9 @@ def _full_sm(found: list[Candidate]) -> list[Candidate]:
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads),
-    two programs of 24 warps an SM (_full_sm) and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
-    moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
+    two programs of 24 warps an SM (_full_sm) and the others rank_key puts first up to `count`, taken from
+    each variant in turn: which variant wins moved with the chain and the width (NOTES.md steps 14–15), so
+    neither is left out."""
     bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
     bounds += [c for c in _full_sm(found) if c not in bounds]
     by_variant: dict[str, list[Candidate]] = {}
