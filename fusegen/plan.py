@@ -39,7 +39,6 @@ from .schedule import (
     filled_sm,
     fp8_row_full_sm,
     gathering_row,
-    gathering_stream,
     joint_span,
     sector_rows,
     short_rows,
@@ -153,9 +152,7 @@ def _route_by_waits(
     gathering = None if few_tokens else gathering_row(spec, schedule, side_inputs, waits)
     if gathering is not None:
         return _planned_route(spec, gathering, first_tokens, last_tokens, origin, stream)
-    streamed = wide_stream(spec, route.schedule, side_inputs, waits) or (
-        None if few_tokens else gathering_stream(spec, schedule, side_inputs, waits)
-    )
+    streamed = wide_stream(spec, route.schedule, side_inputs, waits)
     streamed_route = None if streamed is None else _planned_route(spec, streamed, first_tokens, last_tokens, origin, stream)
     streamed_schedule = streamed_route.schedule if streamed_route else None
     reread = None if few_tokens else wide_reread(spec, route.schedule, side_inputs, streamed_schedule, waits.writes_row)

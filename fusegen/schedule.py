@@ -380,8 +380,8 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # (neox tail, gptj head) read where used at 0.79–0.86 × copy in 16-bit (bf16 5120, fp16 7168) against the
 # planner's 0.64–0.77, and after 128-column spans 1–12 % under staged again, as in probe30; no reason found
 # tells the two widths apart, so the rule names the width it measured. float32 rows that reduce after the
-# gather stream where they gain (gathering_stream) and otherwise stay staged: read where used they were
-# timed only without Y. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache
+# gather stay staged (perf/probe70 held their staged fragment programs against the stream that had taken
+# them): read where used they were timed only without Y. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache
 # RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
@@ -1285,9 +1285,8 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 
 
 # Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
-# fragment block loads its row, then waits at each block-wide reduction (a barrier) and for each load
-# addressed by another (RoPE's cache row at the token's position) with none of its own loads in flight,
-# so with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
+# fragment block loads its row, then waits at each block-wide reduction (a barrier) with none of its own
+# loads in flight, so with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
 # flight meanwhile — but holds more registers and reads the row back from shared memory, which costs
 # where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 43 specs, both
 # variants of each in one run, 16384 tokens), among specs whose fragment program keeps at most four blocks
@@ -1299,15 +1298,21 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 #   fp32 LayerNorm → per-token FP8 5120 (0.92 → 0.79);
 # - writing a row too (Y, residual_out), the fragment program's stores keep the memory busy through its
 #   waits: it won 11 of 14 by 4–22 % (LayerNorm, LayerNorm → RoPE, add → RMSNorm → FP8 at 3072–12288),
-#   losing only on fp16 LayerNorm (→ RoPE) 12288 (4–13 %) — except where a row waits on a gathered load:
-#   there the stream won five of six that kept two or three blocks an SM (bf16 QK-norm → cache RoPE 8192
-#   0.65 → 0.81, fp16 7168 0.85 → 0.93 and even, cache RoPE fp16 8192 0.78 → 0.85, bf16 6144 0.80 → 0.88
-#   at three blocks but 0.76 at two) and lost 23 % on one block (bf16 cache RoPE 12288).
+#   losing only on fp16 LayerNorm (→ RoPE) 12288 (4–13 %).
 # On 14 specs held out from that fit (perf/probe18) the stream this rule plans won 10, by 3–65 %, and lost
 # 1–8 % on four (three of them fp32 RMSNorm chains): 1.16 × the fragment program's speed, geometric mean.
 # The blocks counted are fragment_blocks_per_sm's, from the planner's register estimate, which allows one
 # block fewer than ptxas's registers do on most sweep kernels (NOTES.md step 39): the threshold of four was
 # fitted on that count.
+# Rows that gather a table row at the token's position (RoPE's cache) stay fragment programs. The stream
+# had won on them (perf/probe17: bf16 QK-norm → cache RoPE 8192 0.65 → 0.81; probe32–36: fp32 RMSNorm →
+# cache RoPE → FP8 6144 0.74–0.81 → 0.94–0.97, bf16 QK-norm 4608 on 192 threads 0.72–0.76 → 0.82–0.92)
+# against fragment programs whose staged cache row was loaded under a thread guard, which ptxas issued
+# after the row's arithmetic. Loaded on every thread (plan.whole_thread_extent) the fragment program won
+# back: `fusegen tune --quick` of 11 streamed rows found it 1.03–1.30 × faster on 8 (perf/probe69), and on
+# 34 held-out rows (perf/probe70: 25 of 300 drawn chains with cache RoPE that the streams took, 9 of the
+# rows they were fitted on) it ran 1.09 × the stream in geometric mean, 29 faster (up to 2.0 ×: fp32
+# RMSNorm → rescale → cache RoPE → FP8 3328, 0.38 → 0.77 × copy), five 1–8 % slower.
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92. Where no power of two holds
@@ -1316,7 +1321,9 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # 0.85 against 0.79–0.80 (perf/probe57, probe58), fp32 LayerNorm → FP8 4480 on 160 and 6912 on 192 0.93 and
 # 0.95 against 0.88 and 0.73 (perf/probe59); but bf16 RMSNorm → FP8 6912 on 288 threads, three 16-byte
 # vectors a thread, 0.77 against 0.91, and 4352 on 544 × one vector 0.60 against 0.46 where 192 threads
-# padded ran 0.89: the own count streams where a thread holds four 16-byte vectors or more.
+# padded ran 0.89: the own count streams where a thread holds four 16-byte vectors or more. Twice the
+# threads (perf/probe68, 25 rows streamed at 40–56 values a thread) lost on 16 — 16-bit rows by up to
+# 3.4 × — and won 5–17 % on four float32 rows only, with float32 rows losing 4–25 % as well: the bound stays.
 WIDE_STREAM_OWN_COUNT_MIN_BYTES = 64
 WIDE_STREAM_MAX_FRAGMENT_BLOCKS = 4
 WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
@@ -1324,7 +1331,7 @@ WIDE_STREAM_MIN_WAITS = 2
 WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
 WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
 # A stream of one block an SM has nothing to run while that block reduces, and lost wherever it was timed:
-# the gathering rows above (−23 %), cache RoPE at 12288 and 16384 columns (−15–25 %, perf/probe26), add →
+# gathering rows (bf16 cache RoPE 12288 −23 %, perf/probe17), cache RoPE at 12288 and 16384 columns (−15–25 %, perf/probe26), add →
 # LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.61 × copy streamed, 0.96 as the planner's
 # fragment program, perf/probe50). A row whose stream holds only one block stays a fragment program.
 STREAM_MIN_BLOCKS = 2
@@ -1350,19 +1357,30 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         or fragment.block_m > 1
         or fragment.row_split > 1
         or row_bytes <= STREAM_MAX_ROW_BYTES
-        or waits.barriers + waits.gathers < WIDE_STREAM_MIN_WAITS
-        or (waits.writes_row and not waits.gathers)
+        or waits.gathers
+        or waits.barriers < WIDE_STREAM_MIN_WAITS
+        or waits.writes_row
         or blocks > WIDE_STREAM_MAX_FRAGMENT_BLOCKS
         or blocks * row_bytes >= WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT
     ):
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    if not fragment.prefetch and _gathered_where_used(spec, fragment, side_inputs, waits.after_gather):
-        # The ring would stage the gathered row, the wait _gathered_where_used removes: read where used, the
-        # fragment program ran RMSNorm → cache RoPE 10240 at 0.92 × copy against the stream's 0.89–0.90
-        # (perf/probe27), wider rows never streamed.
+    row = _stream_row(spec, fragment)
+    if row is None:
         return None
+    why = (
+        f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
+        f"({blocks * row_bytes // 1024} KB in flight), each row waiting {waits.barriers} times after its load "
+        "with none of its block's loads in flight, and the kernel writes only FP8"
+    )
+    return _taken_stream(spec, replace(row, variant="stream", reasons=row.reasons + (why,)), side_inputs, waits)
+
+
+def _stream_row(spec: KernelSpec, fragment: Schedule) -> Schedule | None:
+    """The row layout a stream of `fragment`'s row takes: the fewest power-of-two threads from four warps (or
+    the fragment's own count, where a thread of it holds WIDE_STREAM_OWN_COUNT_MIN_BYTES) that hold at most
+    WIDE_STREAM_MAX_ELEMS_PER_THREAD values in whole 16-byte vectors the ring can copy; None where none does."""
     multiple = columns_multiple(spec)
     own_bytes = fragment.elems_per_thread * DTYPE_BYTES[spec.dtype]
     own = () if power_of_two(fragment.threads) or own_bytes < WIDE_STREAM_OWN_COUNT_MIN_BYTES else (fragment.threads,)
@@ -1374,20 +1392,14 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         except ChainError:  # the row does not fit in registers at this thread count
             continue
         if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and _ring_copy_fits(spec, row):
-            break
-    else:
-        return None
-    what = "writes only FP8" if not waits.writes_row else f"waits on {waits.gathers} gathered load(s)"
-    why = (
-        f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
-        f"({blocks * row_bytes // 1024} KB in flight), each row waiting {waits.barriers + waits.gathers} times after its load "
-        f"with none of its block's loads in flight, and the kernel {what}"
-    )
-    streamed = replace(row, variant="stream", reasons=row.reasons + (why,))
+            return row
+    return None
+
+
+def _taken_stream(spec: KernelSpec, streamed: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
+    """`streamed` where its ring and grid fit and keep STREAM_MIN_BLOCKS an SM, else None."""
     sized = _sized_stream(spec, streamed, side_inputs, waits)
-    if sized is None or sized.blocks_per_sm < STREAM_MIN_BLOCKS:
-        return None
-    return streamed
+    return streamed if sized is not None and sized.blocks_per_sm >= STREAM_MIN_BLOCKS else None
 
 
 def _sized_stream(spec: KernelSpec, streamed: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
@@ -1448,6 +1460,8 @@ def gathering_row(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
         bound = _few_warps_bound(spec, row, crowding, side_inputs)
         if bound is None or hints.blocks_per_sm != "auto":
             return None
+        if bound == FEW_WARPS_OVERFLOW:
+            return _overflowing_stream(spec, schedule, side_inputs, waits)
         why = (
             f"{bound} blocks per SM: the {row.elems_per_thread} values a thread of an op whose code crowds four warps "
             "take registers a launch bound squeezes without a loss, and more rows stay in flight"
@@ -1469,7 +1483,7 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
 # an SM. Timed on the H200 (16384 tokens, QK-norm → cache RoPE): a launch bound of six ran 0.97 × copy at bf16
 # and fp16 6144 (48 values a thread) and 0.96 at fp16 7168 (56), against 0.83–0.93 unbounded or streamed;
 # at bf16 8192 (64 values) six ran 0.85 (80 registers, no spill in its SASS) and five 0.93 (perf/probe29,
-# probe32). At 4608 (36 values) six ran 0.89 and the stream 0.92 (gathering_stream takes that row); wider
+# probe32). At 4608 (36 values) six ran 0.89 and the stream 0.92 (the row stays off four warps); wider
 # rows were not timed. Held out (perf/probe37, 15 norm → cache RoPE chains of 6144–8192): eleven gained
 # 3–15 %; the four LayerNorms over the whole row lost 2 × (0.36–0.40 against 0.50–0.76), spilling 354–372
 # bytes a thread: their staged weight and bias take as many registers as the row. The bound holds only where
@@ -1485,13 +1499,14 @@ def _crowding_stages(spec: KernelSpec, row: Schedule) -> tuple[Stage, ...]:
 FEW_WARPS_BOUNDS = {56: 6, 64: 5}  # most values a thread → blocks per SM
 FEW_WARPS_BOUND_MIN_ELEMS = 48
 FEW_WARPS_MIN_BLOCKS = 4
+FEW_WARPS_OVERFLOW = 0  # _few_warps_bound's answer where the stream takes the row
 REGISTER_ALLOCATION_UNIT = 8  # ptxas gives a thread registers in multiples of this
 
 
 def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...], side_inputs: tuple[Tensor, ...]) -> int | None:
     """The launch bound (blocks per SM) under which `row` on four warps runs despite its `crowding` stages,
-    with its values and staged `side_inputs` in the registers the bound leaves a thread; None where it
-    should not go on four warps."""
+    with its values and staged `side_inputs` in the registers the bound leaves a thread; FEW_WARPS_OVERFLOW
+    where they overflow it and the row can stream; None where it should not go on four warps."""
     values = row.elems_per_thread
     if (
         DTYPE_BYTES[spec.dtype] != 2
@@ -1508,8 +1523,25 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
     if holds(bound):
         return bound
     if _ring_copy_fits(spec, row):
-        return None  # the stream takes it
+        return FEW_WARPS_OVERFLOW
     return next((blocks for blocks in range(bound - 1, FEW_WARPS_MIN_BLOCKS - 1, -1) if holds(blocks)), None)
+
+
+
+def _overflowing_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
+    """The stream a crowded row that gathers takes where its values and staged side inputs overflow the
+    few-warps bound (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77 × copy, on four
+    warps under four blocks 0.69–0.73, unbounded 0.40–0.50; the registers the staged weight and bias take
+    are the cause, which loading the staged rows on every thread leaves as they were). None where it
+    cannot stream."""
+    row = _stream_row(spec, fragment)
+    if row is None:
+        return None
+    why = (
+        "variant auto → stream: an op's code crowds four warps, and the row's values with its staged side inputs overflow "
+        "the registers of the launch bound that would hold it there"
+    )
+    return _taken_stream(spec, replace(row, variant="stream", reasons=row.reasons + (why,)), side_inputs, waits)
 
 
 def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
@@ -1525,66 +1557,6 @@ def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ..
             held = len({column % width for column in columns}) if spec.hidden % width == 0 else len(columns)
             words += -(-held * DTYPE_BYTES[tensor.dtype] // 4)
     return words
-
-
-# Rows that gather which neither gathering rule takes, and which schedule.wide_stream leaves a fragment
-# program: timed on the H200 (16384 tokens), streaming on the planner's own threads won two classes.
-# - QK-norm → cache RoPE whose code crowds four warps (neox partners four lanes apart, or a span over part of
-#   each head): at bf16 4608 the planner's 192-thread fragment ran 0.72–0.76 × copy, the stream on those
-#   threads 0.82–0.92 (perf/probe32: heads of 64, the last 64 of heads of 128, the first 128 of heads of
-#   256; probe29 had 0.84–0.92 streamed at 4608–8192). Where wide_stream streams them already (fp16 6144,
-#   on four warps) the planner's threads were even with it (0.82–0.91 against 0.78–0.93): that stream
-#   stays. In float32 rows over part of each head the planner's 256 threads ran 0.93–0.96, streamed
-#   0.88–0.90 (perf/probe29): 16-bit rows only.
-# - float32 rows with a reduction (an FP8 amax) after the gather: RMSNorm → cache RoPE → FP8 6144, in
-#   groups of 32, 64 and 128 and per token after spans of 64 and 128, ran 0.74–0.81 as the planner's
-#   256-thread fragment and 0.94–0.97 streamed on those threads (perf/probe32); the 16-bit rows of the same
-#   chains did not gain streamed (0.75–0.99 against 0.64–0.99).
-# Held out on 42 random specs (perf/probe34): 31 faster (up to 1.44 ×), 8 slower, and the losses had two
-# causes, which the rule now leaves out. On four warps (3072–5120 columns) the fp32 fragment program had
-# held 128-column cache rows staged at 0.94–1.00 and lost 7–17 % streamed, where after 64-column rows the
-# stream gained 6–16 % in six of seven; and a stream of one block an SM (bf16 QK-norm 12288 on 512
-# threads) lost 13 %, as wide_stream's gathering rows had on one block (STREAM_MIN_BLOCKS).
-# A second draw (perf/probe35, 30 specs): 25 faster, 2 slower by 7 % — fp32 rows that write Y as well,
-# as six of the eight such rows across both draws did (the other two within 2 %), where those without Y
-# gained up to 46 %: the fragment program's stores keep the memory busy through its waits, as wide_stream
-# found for rows that write a row: fp32 rows stream only where they write FP8 alone. A third draw held
-# the final rule out (perf/probe36, with the 64-column read where used): all 21 specs faster, 1.06–1.49 ×.
-GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS = 64
-
-
-def gathering_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
-    """The stream schedule on choose_schedule's own threads that a row which gathers takes over the
-    fragment program `schedule` on the planner's route of many tokens, where an op's code crowds a few
-    warps and the 16-bit row is on more than four, or where it is float32, writes no row besides FP8, has a
-    reduction after the gather, and is on more than four warps or gathers rows of at most
-    GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS. None elsewhere, where the ring does not fit or keeps one block
-    an SM, or where hints pin the layout."""
-    hints = spec.schedule
-    if (
-        not waits.gathers
-        or hints.variant != "auto"
-        or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split, hints.prefetch))
-        or schedule.variant != "fragment"
-        or schedule.block_m > 1
-        or schedule.row_split > 1
-    ):
-        return None
-    gathered_columns = [t.shape[-1].size for t in side_inputs if t.index is not None]
-    if DTYPE_BYTES[spec.dtype] == 2 and schedule.threads > GATHERING_ROW_THREADS and _crowding_stages(spec, schedule):
-        why = "an op's code crowds a few warps, and on more a fragment block leaves an SM's loads stalled through the row's waits"
-    elif (
-        spec.dtype == "float32"
-        and waits.reduces_after_gather
-        and not waits.writes_row
-        and (schedule.threads > GATHERING_ROW_THREADS or 0 < max(gathered_columns, default=0) <= GATHERING_STREAM_FOUR_WARPS_MAX_COLUMNS)
-    ):
-        why = "a float32 row reduces after its gather, which the ring's next rows cover and the fragment program's registers do not"
-    else:
-        return None
-    streamed = replace(schedule, variant="stream", reasons=schedule.reasons + (f"variant auto → stream on the planner's threads: {why}",))
-    sized = _sized_stream(spec, streamed, side_inputs, waits)
-    return streamed if sized is not None and sized.blocks_per_sm >= STREAM_MIN_BLOCKS else None
 
 
 # A row under 2 KB is held by one warp (TARGET_ELEMS_PER_THREAD a thread), and a Hopper SM runs at most 32

@@ -627,16 +627,24 @@ CASES = {
         6656,
         outputs={"y": False},
     ),
-    # The planner's rows that gather with a reduction after the gather, or whose code crowds four warps
-    # (schedule.gathering_stream, schedule._gathered_where_used; perf/probe32–36). Passed on the H200
-    # (2026-12-02), sanitizers too.
-    "rms_cache_rope_g32_fp32_6144_stream": case(
-        "fp32 RMSNorm → neox cache RoPE tail 64 → group-32 FP8 over 6144 columns, streamed by the planner on its "
-        "256 threads: the cache row through the ring, the amax after it",
+    # Rows that gather a cache row: the planner's fragment programs (schedule.wide_stream leaves them, perf/probe70),
+    # the stream with the cache row through its ring as asked, the cache row read where used
+    # (schedule._gathered_where_used; perf/probe32–36).
+    "rms_cache_rope_g32_fp32_6144_fragment": case(
+        "fp32 RMSNorm → neox cache RoPE tail 64 → group-32 FP8 over 6144 columns, the planner's fragment program: "
+        "the cache row staged on every thread, the amax after it",
         [RMS, rope(64, source="cache", max_position=32768), quant(32)],
         "float32",
         6144,
         outputs={"y": False},
+    ),
+    "rms_cache_rope_g32_fp32_6144_stream": case(
+        "the same chain streamed as asked on 256 threads: the cache row through the ring, the amax after it",
+        [RMS, rope(64, source="cache", max_position=32768), quant(32)],
+        "float32",
+        6144,
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 256},
     ),
     "rms_gptj_cache_rope_g128_bf16_5120_where_used": case(
         "bf16 RMSNorm → gptj cache RoPE head 64 → group-128 FP8 over 5120 columns on four warps, the cache row "
@@ -646,11 +654,20 @@ CASES = {
         5120,
         outputs={"y": False},
     ),
-    "qk_norm_neox64_cache_rope_bf16_4608_stream": case(
-        "QK-norm → neox cache RoPE over 72 heads of 64 (partners four lanes apart), streamed by the planner on its 192 threads",
+    "qk_norm_neox64_cache_rope_bf16_4608_fragment": case(
+        "QK-norm → neox cache RoPE over 72 heads of 64 (partners four lanes apart), the planner's fragment program on 192 threads",
         [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=32768)],
         "bfloat16",
         4608,
+        head_dim=64,
+    ),
+    # schedule._overflowing_stream: the staged weight and bias overflow the few-warps bound's registers.
+    "ln_neox64_cache_rope_f16_7168_stream": case(
+        "LayerNorm over the row → neox cache RoPE over 112 heads of 64, streamed by the planner on 128 threads: "
+        "the row's values and its staged weight and bias overflow the registers of four warps under a bound",
+        [{"kind": "layernorm"}, rope(64, span="head", source="cache", max_position=32768)],
+        "float16",
+        7168,
         head_dim=64,
     ),
     # schedule.gathering_row's launch bound for four-lane neox over whole heads (FEW_WARPS_BOUNDS).
