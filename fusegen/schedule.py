@@ -1527,7 +1527,6 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
     return next((blocks for blocks in range(bound - 1, FEW_WARPS_MIN_BLOCKS - 1, -1) if holds(blocks)), None)
 
 
-
 def _overflowing_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
     """The stream a crowded row that gathers takes where its values and staged side inputs overflow the
     few-warps bound (perf/probe39, LayerNorm → cache RoPE 6144–8192: streamed 0.70–0.77 × copy, on four
