@@ -755,6 +755,12 @@ scale_layout = "column"
 [outputs]
 y = false
 rstd = true
+
+# The planner leaves this row a fragment program (a row that gathers); streamed on 128 threads, 56 values
+# a thread, ptxas spills it.
+[schedule]
+variant = "stream"
+threads = 128
 """
 
 
