@@ -381,8 +381,8 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
 # planner's 0.64–0.77, and after 128-column spans 1–12 % under staged again, as in probe30; no reason found
 # tells the two widths apart, so the rule names the width it measured. float32 rows that reduce after the
 # gather stay staged (perf/probe70 held their staged fragment programs against the stream that had taken
-# them): read where used they were timed only without Y. Blocks of fewer than four warps ran staged rows at 0.95–0.98 (the sweep's cache
-# RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
+# them): read where used they were timed only without Y. Blocks of fewer than four warps ran staged rows
+# at 0.95–0.98 (the sweep's cache RoPE 1536 and 3584 on 64 threads) and were not timed the other way.
 GATHER_STAGED_MIN_SPANS = 2
 GATHER_WHERE_USED_MIN_THREADS = 4 * WARP_THREADS
 GATHER_WHERE_USED_BEFORE_REDUCTION_MAX_COLUMNS = 64
@@ -1286,9 +1286,9 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 
 # Wide rows that an SM holds in few fragment blocks, each row waiting more than once after its load: a
 # fragment block loads its row, then waits at each block-wide reduction (a barrier) with none of its own
-# loads in flight, so with few blocks an SM's loads stall through every wait. A stream block keeps its next row's copy in
-# flight meanwhile — but holds more registers and reads the row back from shared memory, which costs
-# where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 43 specs, both
+# loads in flight, so with few blocks an SM's loads stall through every wait. A stream block keeps its next
+# row's copy in flight meanwhile — but holds more registers and reads the row back from shared memory, which
+# costs where the stalls were hidden anyway. Timed on the H200 (perf/probe16, perf/probe17: 43 specs, both
 # variants of each in one run, 16384 tokens), among specs whose fragment program keeps at most four blocks
 # an SM under 64 KB of rows and whose rows wait twice or more:
 # - writing only FP8 (no row in the activations' dtype: the least traffic a column, so the waits weigh
@@ -1331,9 +1331,10 @@ WIDE_STREAM_MIN_WAITS = 2
 WIDE_STREAM_MIN_THREADS = 4 * WARP_THREADS
 WIDE_STREAM_MAX_ELEMS_PER_THREAD = 56
 # A stream of one block an SM has nothing to run while that block reduces, and lost wherever it was timed:
-# gathering rows (bf16 cache RoPE 12288 −23 %, perf/probe17), cache RoPE at 12288 and 16384 columns (−15–25 %, perf/probe26), add →
-# LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.61 × copy streamed, 0.96 as the planner's
-# fragment program, perf/probe50). A row whose stream holds only one block stays a fragment program.
+# gathering rows (bf16 cache RoPE 12288 −23 %, perf/probe17), cache RoPE at 12288 and 16384 columns
+# (−15–25 %, perf/probe26), add → LayerNorm → per-token FP8 bf16 10240, which writes FP8 alone (0.61 × copy
+# streamed, 0.96 as the planner's fragment program, perf/probe50). A row whose stream holds only one block
+# stays a fragment program.
 STREAM_MIN_BLOCKS = 2
 
 
