@@ -8,7 +8,6 @@ No GPU: what it finds is where a planner program spills, for a device call to ti
 
 from __future__ import annotations
 
-import random
 import re
 import subprocess
 import sys
@@ -53,7 +52,7 @@ def main(out: Path, count: int) -> None:
             hidden = re.search(r"^hidden = (\d+)", text, re.M)[1]
             chain = " → ".join(re.findall(r'^kind = "(\w+)"', text, re.M))
             print(f"| {name} | {dtype} | {hidden} | {chain} | {found[1]} | {found[2]} B | {found[3]} | {' '.join(current.split()[1:6])} |")
-    print(f"\nbuild exit status {built.returncode}; {sum(1 for l in built.stdout.splitlines() if l.startswith('census71_'))} kernels reported")
+    print(f"\nbuild exit status {built.returncode}; {sum(1 for line in built.stdout.splitlines() if line.startswith('census71_'))} kernels reported")
 
 
 if __name__ == "__main__":
