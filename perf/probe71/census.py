@@ -52,7 +52,9 @@ def main(out: Path, count: int) -> None:
             hidden = re.search(r"^hidden = (\d+)", text, re.M)[1]
             chain = " → ".join(re.findall(r'^kind = "(\w+)"', text, re.M))
             print(f"| {name} | {dtype} | {hidden} | {chain} | {found[1]} | {found[2]} B | {found[3]} | {' '.join(current.split()[1:6])} |")
-    print(f"\nbuild exit status {built.returncode}; {sum(1 for line in built.stdout.splitlines() if line.startswith('census71_'))} kernels reported")
+    print(
+        f"\nbuild exit status {built.returncode}; {sum(1 for line in built.stdout.splitlines() if line.startswith('census71_'))} kernels reported"
+    )
 
 
 if __name__ == "__main__":
