@@ -629,7 +629,8 @@ CASES = {
     ),
     # Rows that gather a cache row: the planner's fragment programs (schedule.wide_stream leaves them, perf/probe70),
     # the stream with the cache row through its ring as asked, the cache row read where used
-    # (schedule._gathered_where_used; perf/probe32–36).
+    # (schedule._gathered_where_used; perf/probe32–36). Passed on the H200 (2026-12-03, ce59540); memcheck ran
+    # the streams and the 4608 fragment program.
     "rms_cache_rope_g32_fp32_6144_fragment": case(
         "fp32 RMSNorm → neox cache RoPE tail 64 → group-32 FP8 over 6144 columns, the planner's fragment program: "
         "the cache row staged on every thread, the amax after it",
@@ -661,7 +662,8 @@ CASES = {
         4608,
         head_dim=64,
     ),
-    # schedule._overflowing_stream: the staged weight and bias overflow the few-warps bound's registers.
+    # schedule._overflowing_stream: the staged weight and bias overflow the few-warps bound's registers. Passed on
+    # the H200 (2026-12-03, ce59540), memcheck and racecheck too.
     "ln_neox64_cache_rope_f16_7168_stream": case(
         "LayerNorm over the row → neox cache RoPE over 112 heads of 64, streamed by the planner on 128 threads: "
         "the row's values and its staged weight and bias overflow the registers of four warps under a bound",
