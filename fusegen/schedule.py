@@ -1323,7 +1323,8 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # vectors a thread, 0.77 against 0.91, and 4352 on 544 × one vector 0.60 against 0.46 where 192 threads
 # padded ran 0.89: the own count streams where a thread holds four 16-byte vectors or more. Twice the
 # threads (perf/probe68, 25 rows streamed at 40–56 values a thread) lost on 16 — 16-bit rows by up to
-# 3.4 × — and won 5–17 % on four float32 rows only, with float32 rows losing 4–25 % as well: the bound stays.
+# 3.4 × — and won on six (four float32 rows by 5–17 %, two 16-bit ones by 4–10 %), float32 rows losing
+# 4–25 % as well: the bound stays.
 WIDE_STREAM_OWN_COUNT_MIN_BYTES = 64
 WIDE_STREAM_MAX_FRAGMENT_BLOCKS = 4
 WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT = 64 * 1024
