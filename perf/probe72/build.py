@@ -13,13 +13,12 @@ records each pair's registers and blocks.
     .venv/bin/python perf/probe72/build.py perf/probe72/kernels
     OUT=... ROUNDS=2 bash perf/probe51/call.sh perf/probe72/kernels     # on the device
 
-Specs: the streams among the sweep, probe68's rows and a fresh draw of the generator's chains (seed 7201, half at
-3072–16384)."""
+Specs: the streams among the sweep, probe68's rows and the first 16 streams of a fresh draw of the generator's
+chains (seed 7201, half at 3072–16384)."""
 
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import sys
 import tomllib
@@ -28,7 +27,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 for sibling in ("tests", "scripts", "perf/probe50"):
     sys.path.insert(0, str(ROOT / sibling))
-import random_hunt  # noqa: E402
 from build_rules import build  # noqa: E402  (an untuned build of a tree)
 from test_injection import dump  # noqa: E402
 
@@ -42,7 +40,7 @@ from fusegen.plan import plan  # noqa: E402
 from fusegen.schedule import MAX_BLOCKS_PER_SM, REGISTER_ALLOCATION_UNIT, SM_REGISTERS, SM_THREADS  # noqa: E402
 from fusegen.spec import parse_spec  # noqa: E402
 
-SEED, DRAWN = 7201, 1500
+SEED, DRAWN = 7201, 16
 WIDTHS = tuple(range(3072, 16385, 256))
 
 
@@ -52,9 +50,8 @@ def streamed_route(spec: dict):
         planned = plan(parse_spec(dump(spec), spec["name"]), spec["name"])
     except (ChainError, SpecError):
         return None
-    tokens = sweep_tokens(spec["hidden"])
-    index, route = next((k, r) for k, r in enumerate(planned.routes) if r.first_tokens <= tokens <= (r.last_tokens or tokens))
-    return (index, route.schedule) if route.schedule.variant == "stream" else None
+    route = planned.route_for(sweep_tokens(spec["hidden"]))
+    return (planned.routes.index(route), route.schedule) if route.schedule.variant == "stream" else None
 
 
 def bases() -> list[dict]:
@@ -66,15 +63,7 @@ def bases() -> list[dict]:
         if spec["name"].startswith("held")
     ]
     found = [spec for spec in found if streamed_route(spec)]
-    drawn = 0
-    for spec, _ in random_hunt.planned_draws(random.Random(SEED), 0.0, WIDTHS):
-        spec.pop("tokens", None)
-        spec["name"] = f"held72_{SEED}_{drawn:03d}"
-        drawn += 1
-        if streamed_route(spec):
-            found.append(spec)
-        if drawn == DRAWN:
-            return found
+    return found + probe_script("probe51").drawn_specs(SEED, DRAWN, lambda spec: streamed_route(spec) is not None, WIDTHS, "held72")
 
 
 def ptxas_blocks(registers: int, threads: int) -> int:
