@@ -116,15 +116,18 @@ def staged_rows_on_every_thread(source: str, buffers: list[str]) -> Check:
     return Check("staged rows loaded on every thread", not guarded and not missing, detail)
 
 
-def tile_loops(source: str, tiles: int, held: bool) -> Check:
-    """A reread program's loops over its tiles: the statistics passes unrolled (every tile's load in flight),
-    and the finishing pass unrolled where the schedule holds the tiles (Schedule.tiles_held: nvcc then reuses
-    the passes' loads, which it can only where each tile's address is a constant), a loop otherwise."""
+def tile_loops(source: str, tiles: int, held: bool, passes: int) -> Check:
+    """A reread program's loops over its tiles: the chain's `passes` statistics passes (schedule.statistic_passes;
+    none where every statistic lies within a tile, as a norm over each head's) unrolled, every tile's load in
+    flight, then the finishing pass, unrolled where the schedule holds the tiles (Schedule.tiles_held: nvcc
+    then reuses the passes' loads, which it can only where each tile's address is a constant), a loop
+    otherwise."""
     loops = re.findall(r"(#pragma unroll\s*)?for \(int (tile\w*) = 0; \2 < (\d+); \+\+\2\)", source)
     unrolled = [bool(pragma) for pragma, _, _ in loops]
-    ok = len(loops) >= 2 and all(int(count) == tiles for _, _, count in loops) and all(unrolled[:-1]) and unrolled[-1] == held
+    ok = len(loops) == passes + 1 and all(int(count) == tiles for _, _, count in loops) and all(unrolled[:-1]) and unrolled[-1] == held
     shown = ", ".join(f"{name} < {count}{' unrolled' if pragma else ''}" for pragma, name, count in loops)
-    return Check("tile loops: statistics unrolled, finishing " + ("unrolled (held)" if held else "a loop"), ok, shown or "no tile loops")
+    name = f"tile loops: {passes} statistics pass(es) unrolled, finishing " + ("unrolled (held)" if held else "a loop")
+    return Check(name, ok, shown or "no tile loops")
 
 
 def check_cuda(plan: Plan, sources: list[str]) -> list[Check]:
@@ -145,6 +148,8 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
     # Imported here, not above: each op module builds its checks from this module's helpers.
     from .ops import REGISTRY
     from .plan import staged_inputs
+    from .schedule import statistic_passes
+    from .spec import KernelSpec
 
     s = route.schedule
     checks = [thread_bound(source, s.threads), row_access(source, "X", s.vector_bytes, "row loads")]
@@ -153,7 +158,8 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
     if s.pinned_side_inputs:
         checks.append(unrestricted(source, [t.param for t in staged_inputs(route.stages) if t.per_column]))
     if s.variant == "reread":
-        checks.append(tile_loops(source, s.tiles, s.tiles_held))
+        passes = statistic_passes(KernelSpec.model_validate(plan.spec))
+        checks.append(tile_loops(source, s.tiles, s.tiles_held, passes))
     staged_rows = [b.name for b in route.scratch if b.scope == "shared" and b.name.endswith("_staged")]
     if staged_rows and s.variant != "stream":
         checks.append(staged_rows_on_every_thread(source, staged_rows))

@@ -959,10 +959,14 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
         tiles = spec.hidden // tile
         threads_per_sm, measured = reread_threads_per_sm(spec, threads)
         blocks = max(1, threads_per_sm // threads)
+        passes = (
+            "a pass over the tiles for the norm's sums, then each tile finished"
+            if statistic_passes(spec)
+            else "each tile finished as it is loaded (the chain's statistics lie within a tile)"
+        )
         reasons = (
             f"variant reread ({why}): the row read in {tiles} tiles of {tile} columns, one {vector * elem}-byte vector a thread of "
-            f"{threads}: a pass over the tiles for the norm's sums, then each tile finished, so a thread holds one tile's fp32 "
-            "values, not the row's",
+            f"{threads}: {passes}, so a thread holds one tile's fp32 values, not the row's",
             f"{blocks} blocks per SM (a launch bound): {threads_per_sm} threads an SM, what held in {measured}",
         )
         return Schedule(

@@ -747,7 +747,20 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # The reread hint on a chain whose statistics all lie within a tile (a norm over each head): one pass
+    # over the tiles, each loaded and finished in turn (cuda_checks.tile_loops wanted a statistics pass here
+    # and failed the build; perf/probe73's tune candidates found it).
+    "qk_norm_neox64_cache_rope_bf16_4608_reread": case(
+        "QK-norm → neox cache RoPE over 72 heads of 64 read in three tiles of 192 threads (the variant hint): no "
+        "statistics pass, each tile finished as it is loaded",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", source="cache", max_position=32768)],
+        "bfloat16",
+        4608,
+        head_dim=64,
+        schedule={"variant": "reread", "threads": 192},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

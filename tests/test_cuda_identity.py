@@ -132,21 +132,27 @@ def test_the_scale_check_wants_fmas_not_a_division():
     assert not quant_check_passes(divided, "scale by fmas, no division")
 
 
-def test_the_tile_loop_check_wants_the_finishing_pass_unrolled_only_where_held():
-    """The CUDA check of a reread program's tile loops (TileLang writes T.unroll as `#pragma unroll`): the
-    statistics pass unrolled, the finishing pass unrolled exactly where the schedule holds the tiles."""
+def test_the_tile_loop_check_wants_each_statistics_pass_unrolled_and_the_finishing_pass_only_where_held():
+    """The CUDA check of a reread program's tile loops (TileLang writes T.unroll as `#pragma unroll`): each of
+    the chain's statistics passes unrolled, the finishing pass unrolled exactly where the schedule holds the
+    tiles; a chain whose statistics all lie within a tile (a norm over each head) has the finishing pass only."""
     from fusegen.cuda_checks import tile_loops
 
     statistics = "  #pragma unroll\n  for (int tile = 0; tile < 4; ++tile) {\n  }\n"
+    second = statistics.replace("tile", "tile_2")
     finishing = "  for (int tile_1 = 0; tile_1 < 4; ++tile_1) {\n  }\n"
     read_again, held = statistics + finishing, statistics + "  #pragma unroll\n" + finishing
-    assert tile_loops(read_again, 4, held=False).ok
-    assert tile_loops(held, 4, held=True).ok
-    assert not tile_loops(read_again, 4, held=True).ok
-    assert not tile_loops(held, 4, held=False).ok
-    assert not tile_loops(held, 3, held=True).ok  # another tile count than planned
-    assert not tile_loops(finishing.replace("tile_1", "tile"), 4, held=False).ok  # no statistics pass
-    assert not tile_loops(statistics.replace("#pragma unroll", "") + finishing, 4, held=False).ok
+    assert tile_loops(read_again, 4, held=False, passes=1).ok
+    assert tile_loops(held, 4, held=True, passes=1).ok
+    assert tile_loops(statistics + second + finishing, 4, held=False, passes=2).ok  # LayerNorm: mean, then variance
+    assert tile_loops(finishing, 4, held=False, passes=0).ok
+    assert not tile_loops(read_again, 4, held=True, passes=1).ok
+    assert not tile_loops(held, 4, held=False, passes=1).ok
+    assert not tile_loops(held, 3, held=True, passes=1).ok  # another tile count than planned
+    assert not tile_loops(finishing, 4, held=False, passes=1).ok  # no statistics pass
+    assert not tile_loops(read_again, 4, held=False, passes=0).ok  # a pass the chain has no statistics for
+    assert not tile_loops(read_again, 4, held=False, passes=2).ok  # a pass missing
+    assert not tile_loops(statistics.replace("#pragma unroll", "") + finishing, 4, held=False, passes=1).ok
 
 
 def test_the_staged_row_check_wants_no_thread_guard():
