@@ -142,6 +142,20 @@ def build_variant(spec: KernelSpec, directory: Path, tuned: tuple = ()):
     return import_plan(plan(spec, "<variant of " + spec.name + ">", tuned), directory)
 
 
+def build_staged(spec: KernelSpec, directory: Path):
+    """Builds a spec as `fusegen build` and `fusegen.load` do (build.stage: compiled for sm_90a, launch bounds
+    from ptxas's registers where the planner's program keeps few warps an SM) in a scratch directory, and
+    imports it: the kernel a user gets, where build_variant gives the planner's plan as it stands."""
+    from .build import stage
+
+    with _counter_lock:
+        staging = directory / f"staged_{next(_counter)}"
+    (built,) = stage([plan(spec, "<staged " + spec.name + ">")], staging, jobs=1)
+    with _counter_lock:
+        package = f"_fusegen_staged_{spec.name}_{next(_counter)}"
+    return import_package(staging / spec.name, package)
+
+
 def import_plan(p, directory: Path):
     """Emits a plan's files into a scratch directory and imports them as a package."""
     target = directory / p.name

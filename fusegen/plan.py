@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 
 from . import __version__
 from .errors import ChainError
@@ -40,6 +40,7 @@ from .schedule import (
     fp8_row_full_sm,
     gathering_row,
     joint_span,
+    resident_blocks,
     sector_rows,
     short_rows,
     wide_reread,
@@ -363,7 +364,7 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); one row
     per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the
     schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
-    origin = "planner rules (no tuning entry for this kernel)"
+    origin = PLANNER_ORIGIN
     many = _route(spec, 1, None, origin)
     # (the last count a route serves, its _route options), ascending; the last one serves every count above.
     ranges: list[tuple[int | None, dict]] = []
@@ -384,8 +385,38 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     return (*routes, replace(many, first_tokens=first))
 
 
-def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -> Plan:
-    """`tuned`: measured winners by token range (tuning.py); without them one route serves every count."""
+PLANNER_ORIGIN = "planner rules (no tuning entry for this kernel)"
+
+
+@dataclass(frozen=True)
+class CompiledBound:
+    """A launch bound `fusegen build` found for the planner's route starting at `first_tokens` by compiling it
+    (build.stage, schedule.ptxas_bound_trials): `blocks` per SM, met by ptxas without a spill at `registers`
+    a thread, where under the planner's own bound it gave `planned_registers`."""
+
+    first_tokens: int
+    blocks: int
+    registers: int
+    planned_registers: int
+
+
+def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
+    bound = next((b for b in bounds if b.first_tokens == route.first_tokens), None)
+    if bound is None:
+        return route
+    s = route.schedule
+    why = (
+        f"raised to {bound.blocks} blocks per SM by compiling it: as planned, ptxas gave a thread {bound.planned_registers} "
+        f"registers, which keep {max(s.blocks_per_sm or 1, resident_blocks(bound.planned_registers, s.threads))} block(s) an SM; "
+        f"under a launch bound of {bound.blocks} it gave {bound.registers} without a spill (schedule.ptxas_bound_trials)"
+    )
+    return replace(route, schedule=replace(s, blocks_per_sm=bound.blocks, reasons=s.reasons + (why,)))
+
+
+def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = (), bounds: tuple[CompiledBound, ...] = ()) -> Plan:
+    """`tuned`: measured winners by token range (tuning.py); without them one route serves every count.
+    `bounds`: the launch bounds the build found by compiling the planner's routes (CompiledBound); the
+    kernel's identity does not change with them, as they follow from the spec and the compiler."""
     if spec.tokens is not None:
         tuned = tuple(replace(r, first_tokens=1, last_tokens=None) for r in tuned if r.serves(spec.tokens))
     routes = None
@@ -399,7 +430,7 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = ()) -
                 raise
             tuned = ()
     if routes is None:
-        routes = _planner_routes(spec)
+        routes = tuple(_compiled_bound(route, bounds) for route in _planner_routes(spec))
     stages = routes[-1].stages
     row_dims = (Dim(tokens=True), Dim(size=spec.hidden))
     x = Tensor("X", "x", spec.dtype, row_dims, "input", "activations, one row per token")

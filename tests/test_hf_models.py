@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from fusegen import testing
-from fusegen.checking import build_variant
+from fusegen.checking import build_staged
 from fusegen.spec import load_spec
 
 MODELS = Path(__file__).resolve().parent.parent / "specs" / "models"
@@ -38,7 +38,7 @@ def built(tmp_path_factory):
 
     def build(file: str):
         if file not in cache:
-            cache[file] = build_variant(load_spec(MODELS / file)[0], directory)
+            cache[file] = build_staged(load_spec(MODELS / file)[0], directory)
         return cache[file]
 
     return build

@@ -1,0 +1,112 @@
+"""Launch bounds from ptxas's registers (schedule.ptxas_bound_trials, build.stage): where the planner's
+fragment program keeps few warps an SM by ptxas's own count, `fusegen build` compiles it under more blocks
+and keeps the most that ptxas met without a spill."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from fusegen import build, checking, testing
+from fusegen.compile import Resources
+from fusegen.plan import CompiledBound, plan
+from fusegen.schedule import ptxas_bound_trials, registers_allotted
+from fusegen.spec import KernelSpec
+from fusegen.tuning import TunedRoute
+
+# perf/probe74's held74_7401_31: ptxas gave the planner's program (256 threads, no bound) 115 registers, two
+# blocks an SM; under three it gave 80 without a spill, under four it spilled (the probe's bounds.json).
+LAYERNORM_ROPE_FP8 = {
+    "name": "ln_rescale_rope_fp8_f16_8192",
+    "dtype": "float16",
+    "hidden": 8192,
+    "op": [
+        {"kind": "layernorm", "weight": False, "columns": [3128, 3656]},
+        {"kind": "rescale", "factor": -1.5, "weight": True},
+        {"kind": "rope", "rope_dim": 16, "span": "head"},
+        {"kind": "quant_fp8", "group_size": 32},
+    ],
+    "outputs": {"mean": True, "y": True},
+}
+
+
+def planned(spec: dict, **hints):
+    return plan(KernelSpec.model_validate({**spec, "schedule": hints}), "x.toml")
+
+
+def test_trials_add_up_to_three_blocks_where_ptxas_keeps_few_warps():
+    p = planned(LAYERNORM_ROPE_FP8)
+    spec = KernelSpec.model_validate(LAYERNORM_ROPE_FP8)
+    s = p.schedule
+    assert (s.variant, s.threads, s.block_m) == ("fragment", 256, 1)
+    assert ptxas_bound_trials(spec, s, 115) == (3, 4, 5)  # 115 registers keep two blocks of eight warps
+    assert ptxas_bound_trials(spec, s, 64) == ()  # four blocks: 32 warps already
+    bound = {"variant": "fragment", "blocks_per_sm": 2}
+    hinted = KernelSpec.model_validate({**LAYERNORM_ROPE_FP8, "schedule": bound})
+    assert ptxas_bound_trials(hinted, planned(LAYERNORM_ROPE_FP8, **bound).schedule, 115) == ()
+    streamed = planned(LAYERNORM_ROPE_FP8, variant="stream").schedule
+    assert ptxas_bound_trials(spec, streamed, 115) == ()
+
+
+def fake_compiles(monkeypatch, resources_by_blocks: dict[int, Resources]):
+    """Trial compiles answered from a table (blocks per SM → what ptxas gave), without TileLang."""
+
+    def compile_all(paths, jobs, verbose, compiled, tolerant=False):
+        answers = []
+        for path in paths:
+            text = open(path).read()
+            blocks = next((b for b in resources_by_blocks if f"T.annotate_min_blocks_per_sm({b})" in text), None)
+            answers.append([("source", resources_by_blocks[blocks])] if blocks in resources_by_blocks else [])
+        return answers
+
+    monkeypatch.setattr(build, "_compile_all", compile_all)
+
+
+def test_the_most_blocks_without_a_spill_are_kept(monkeypatch, tmp_path):
+    p = planned(LAYERNORM_ROPE_FP8)
+    fake_compiles(monkeypatch, {3: Resources(80, 0), 4: Resources(64, 72), 5: Resources(48, 184)})
+    found = build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False)
+    assert found == {0: (CompiledBound(1, 3, 80, 115),)}
+    # A bound ptxas met at every count: the most; one it met nowhere (or could not compile): none.
+    fake_compiles(monkeypatch, {3: Resources(80, 0), 4: Resources(64, 0), 5: Resources(48, 0)})
+    assert build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False)[0][0].blocks == 5
+    fake_compiles(monkeypatch, {3: Resources(80, 8), 4: Resources(64, 72)})
+    assert build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False) == {}
+
+
+def test_tuned_kernels_keep_what_was_measured(monkeypatch, tmp_path):
+    spec = KernelSpec.model_validate(LAYERNORM_ROPE_FP8)
+    tuned = (TunedRoute(1, None, {"variant": "fragment", "threads": 256}, "test"),)
+    p = plan(spec, "x.toml", tuned)
+    fake_compiles(monkeypatch, {3: Resources(80, 0)})
+    assert build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False) == {}
+
+
+def test_the_build_bounds_by_ptxas_and_says_why(tmp_path):
+    """The real compile: `fusegen build`'s stage raises the planner's bound where ptxas's count keeps two
+    blocks, to what ptxas meets without a spill; the kernel's identity stays (it follows from the spec)."""
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
+    p = planned(LAYERNORM_ROPE_FP8)
+    (built,) = build.stage([p], tmp_path, jobs=1)
+    s = built.plan.schedule
+    (resources,) = built.resources
+    assert s.blocks_per_sm > max(p.schedule.blocks_per_sm, 1)
+    assert resources.stack_bytes == 0 and resources.registers <= registers_allotted(s.blocks_per_sm, s.threads)
+    assert s.reasons[-1].startswith(f"raised to {s.blocks_per_sm} blocks per SM by compiling it")
+    assert built.plan.identity == p.identity
+    assert f"__launch_bounds__({s.threads}, {s.blocks_per_sm})" in built.files["kernel.cu"]
+    assert all(check.ok for check in built.checks), [c for c in built.checks if not c.ok]
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("tokens", [1, 37, 4096, 16384])
+def test_a_kernel_bounded_by_ptxas_matches_its_reference(tokens, tmp_path):
+    """The bounded kernel as built (the same code as the planner's, under another launch bound), with fresh
+    inputs and poisoned outputs, on every route."""
+    module = checking.build_staged(KernelSpec.model_validate(LAYERNORM_ROPE_FP8), tmp_path)
+    routes = json.loads((Path(module.__file__).parent / "plan.json").read_text())["routes"]
+    assert routes[-1]["schedule"]["reasons"][-1].startswith("raised to")
+    checking.run_and_compare(module, tokens)
