@@ -5,9 +5,9 @@ timed as the tree before the rule builds it (NAME_old) against this one (NAME_ne
 
     .venv/bin/python scripts/gpu_hunt.py draw 48 perf/probe75/kernels --seed 7501 --widths 2048,3072,4096,5120,6144,7168,8192,10240,12288
     git worktree add /tmp/oldwt 7b68381
-    .venv/bin/python perf/probe75/build.py /tmp/oldwt perf/probe75/models
+    .venv/bin/python perf/probe75/build.py /tmp/oldwt perf/probe75/kernels/models
     python3 scripts/gpu_hunt.py check perf/probe75/kernels                        # on the device
-    python3 perf/proto/probe_time.py perf/probe75/models/time/kernels OUT.json 2   # on the device"""
+    python3 perf/proto/probe_time.py perf/probe75/kernels/models/time/kernels OUT.json 2   # on the device"""
 
 from __future__ import annotations
 
