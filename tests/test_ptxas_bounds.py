@@ -43,7 +43,8 @@ def test_trials_add_up_to_three_blocks_where_ptxas_keeps_few_warps():
     s = p.schedule
     assert (s.variant, s.threads, s.block_m) == ("fragment", 256, 1)
     assert ptxas_bound_trials(spec, s, 115) == (3, 4, 5)  # 115 registers keep two blocks of eight warps
-    assert ptxas_bound_trials(spec, s, 64) == ()  # four blocks: 32 warps already
+    assert ptxas_bound_trials(spec, s, 80) == ()  # three blocks: 24 warps, which fill the SM (perf/probe74–75)
+    assert ptxas_bound_trials(spec, s, 64) == ()  # four blocks: 32 warps
     bound = {"variant": "fragment", "blocks_per_sm": 2}
     hinted = KernelSpec.model_validate({**LAYERNORM_ROPE_FP8, "schedule": bound})
     assert ptxas_bound_trials(hinted, planned(LAYERNORM_ROPE_FP8, **bound).schedule, 115) == ()
@@ -110,3 +111,17 @@ def test_a_kernel_bounded_by_ptxas_matches_its_reference(tokens, tmp_path):
     routes = json.loads((Path(module.__file__).parent / "plan.json").read_text())["routes"]
     assert routes[-1]["schedule"]["reasons"][-1].startswith("raised to")
     checking.run_and_compare(module, tokens)
+
+
+def test_tune_times_the_planners_program_as_the_build_bounds_it(tmp_path):
+    """`fusegen tune`'s first candidate, which the others must beat and which it records where it wins, is
+    the program `fusegen build` gives an untuned spec: under the bound from ptxas's registers."""
+    from fusegen.tune import as_built, candidates
+
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
+    spec = KernelSpec.model_validate(LAYERNORM_ROPE_FP8)
+    found = candidates(spec)
+    ((_, timed),) = as_built([(spec, found)], tmp_path, 1)
+    assert found[0].plan.schedule.blocks_per_sm == 1
+    assert timed[0].plan.schedule.blocks_per_sm == timed[0].hints["blocks_per_sm"] == 3
+    assert timed[1:] == found[1:]
