@@ -1292,29 +1292,31 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # ptxas's count both ways: filled_sm expected six blocks of bf16 QK-norm → cache RoPE 4608 on 192 threads
 # where ptxas, unbounded, took 70 registers and kept four (perf/probe73). What ptxas gave each program is
 # known once it is compiled (compile.ptxas_resources, no GPU), so `fusegen build` compiles the planner's
-# program, and where ptxas's registers (or its bound) keep it in at most PTXAS_BOUND_MOST_WARPS warps an SM,
+# program, and where ptxas's registers (or its bound) keep it in fewer than FULL_SM_WARPS warps an SM,
 # compiles it again under one to PTXAS_BOUND_EXTRA_BLOCKS more blocks and keeps the most that ptxas met
 # without a spill (build.stage). Held out before it was built (perf/probe74, H200, 16384 tokens: a fresh draw,
-# 18 rows of 24 that qualified had such a bound; the same code under another bound): 1.050 × in geometric
-# mean, eight rows faster by 4–24 % — fp16 LayerNorm → rescale → RoPE → FP8 8192 0.72 → 0.89 × copy (three
-# blocks of 256 at 80 registers, ptxas had kept two at 115), fp16 RMSNorm → rescale → RoPE → FP8 11264 0.70 →
-# 0.86, bf16 LayerNorm → rescale → RoPE 4096 0.77 → 0.92, bf16 LayerNorm → rescale → RoPE → FP8 6656 0.65 →
-# 0.75 —, nine within 1 %, one 1.8 % slower (bf16 LayerNorm → FP8 14336, two blocks of 256 → three). Where the
-# tighter bound spilled, probe73's gains shrank or turned, so a bound that spills is never kept. Programs
-# tuned, hinted, split or holding several rows a block keep what they have.
-PTXAS_BOUND_MOST_WARPS = 24
+# 18 rows held in at most 24 warps that had such a bound; the same code under another bound): 1.050 × in
+# geometric mean, eight rows faster by 4–24 % — fp16 LayerNorm → rescale → RoPE → FP8 8192 0.72 → 0.89 × copy
+# (three blocks of 256 at 80 registers, ptxas had kept two at 115), fp16 RMSNorm → rescale → RoPE → FP8 11264
+# 0.70 → 0.86, bf16 LayerNorm → rescale → RoPE 4096 0.77 → 0.92, bf16 LayerNorm → rescale → RoPE → FP8 6656
+# 0.65 → 0.75 —, nine within 1 %, one 1.8 % slower (bf16 LayerNorm → FP8 14336, two blocks of 256 → three).
+# None of the five rows held in 24 warps gained (−0.6 … −0.1 %), and the model library's QK-norm → RoPE
+# kernels held there lost 2–3 % under eight blocks of 128 (Qwen3-8B q 0.93 → 0.91, Gemma 3 q 0.94 → 0.91;
+# perf/probe75): 24 warps fill the SM (fp8_row_full_sm), so the rule takes rows held in fewer — over
+# probe74's 13 such rows 1.072 ×. Where the tighter bound spilled, probe73's gains shrank or turned, so a bound
+# that spills is never kept. Programs tuned, hinted, split or holding several rows a block keep what they have.
 PTXAS_BOUND_EXTRA_BLOCKS = 3
 
 
 def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int) -> tuple[int, ...]:
     """The launch bounds (blocks per SM) `fusegen build` compiles a fragment program of one row a block
-    under, where ptxas gave it `registers` a thread under its own bound and that keeps it in at most
-    PTXAS_BOUND_MOST_WARPS warps an SM: one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it holds, within
-    the SM's limits. Empty where the rule leaves the program as planned."""
+    under, where ptxas gave it `registers` a thread under its own bound and that keeps it in fewer than
+    FULL_SM_WARPS warps an SM: one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it holds, within the SM's
+    limits. Empty where the rule leaves the program as planned."""
     if spec.schedule.blocks_per_sm != "auto" or schedule.variant != "fragment" or schedule.block_m > 1 or schedule.row_split > 1:
         return ()
     held = max(schedule.blocks_per_sm or 1, resident_blocks(registers, schedule.threads))
-    if held * schedule.threads // WARP_THREADS > PTXAS_BOUND_MOST_WARPS:
+    if held * schedule.threads // WARP_THREADS >= FULL_SM_WARPS:
         return ()
     most = min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads, held + PTXAS_BOUND_EXTRA_BLOCKS)
     return tuple(range(held + 1, most + 1))
