@@ -743,14 +743,10 @@ CASES = {
         128,
         head_dim=64,
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # The reread hint on a chain whose statistics all lie within a tile (a norm over each head): one pass
     # over the tiles, each loaded and finished in turn (cuda_checks.tile_loops wanted a statistics pass here
-    # and failed the build; perf/probe73's tune candidates found it).
+    # and failed the build; perf/probe73's tune candidates found it). Passed on the H200 (2026-12-03, 3999bdb),
+    # memcheck and racecheck too.
     "qk_norm_neox64_cache_rope_bf16_4608_reread": case(
         "QK-norm → neox cache RoPE over 72 heads of 64 read in three tiles of 192 threads (the variant hint): no "
         "statistics pass, each tile finished as it is loaded",
@@ -761,6 +757,10 @@ PENDING_GPU_CASES: dict = {
         schedule={"variant": "reread", "threads": 192},
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
