@@ -91,11 +91,12 @@ def bounded(base: dict, schedule, blocks: int) -> dict | None:
     return spec if same_row and new.blocks_per_sm == blocks else None
 
 
-def main(out: Path) -> None:
+def main(out: Path, chosen: list[dict] | None = None) -> None:
+    """Builds the pairs of `chosen` (default: bases()) into `out`."""
     old, new = out / "specs_old", out / "specs_new"
     old.mkdir(parents=True)
     new.mkdir()
-    chosen = bases()
+    chosen = bases() if chosen is None else chosen
     for base in chosen:
         (old / f"{base['name']}_old.toml").write_text(dump(dict(base, name=f"{base['name']}_old")))
     timed = out / "time" / "kernels"
