@@ -44,14 +44,20 @@ SEED, DRAWN = 7201, 16
 WIDTHS = tuple(range(3072, 16385, 256))
 
 
-def streamed_route(spec: dict):
-    """(route index, schedule) of the route at the spec's sweep count where it streams, else None."""
+def sweep_route(spec: dict):
+    """(route index, schedule) of the route at the spec's sweep count, None where the planner refuses the spec."""
     try:
         planned = plan(parse_spec(dump(spec), spec["name"]), spec["name"])
     except (ChainError, SpecError):
         return None
     route = planned.route_for(sweep_tokens(spec["hidden"]))
-    return (planned.routes.index(route), route.schedule) if route.schedule.variant == "stream" else None
+    return planned.routes.index(route), route.schedule
+
+
+def streamed_route(spec: dict):
+    """sweep_route where it streams, else None."""
+    found = sweep_route(spec)
+    return found if found and found[1].variant == "stream" else None
 
 
 def bases() -> list[dict]:

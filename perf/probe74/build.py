@@ -32,13 +32,10 @@ from test_injection import dump  # noqa: E402
 sys.path.insert(0, str(ROOT / "perf" / "proto"))
 from probe_scripts import probe_script  # noqa: E402  (a sibling script)
 
-from fusegen.bench import sweep_tokens  # noqa: E402
 from fusegen.compile import compiled_programs_of_file  # noqa: E402
-from fusegen.errors import ChainError, SpecError  # noqa: E402
-from fusegen.plan import plan  # noqa: E402
 from fusegen.schedule import MAX_BLOCKS_PER_SM, SM_THREADS, WARP_THREADS, resident_blocks  # noqa: E402
-from fusegen.spec import parse_spec  # noqa: E402
 
+PROBE72 = probe_script("probe72")
 SEED, DRAWN = 7401, 48
 WIDTHS = tuple(range(2048, 16385, 256))
 MOST_WARPS = 24
@@ -47,15 +44,10 @@ EXTRA = 3
 
 def fragment_route(spec: dict):
     """(route index, schedule) at the spec's sweep count where it is a fragment program of one row a block."""
-    try:
-        planned = plan(parse_spec(dump(spec), spec["name"]), spec["name"])
-    except (ChainError, SpecError):
+    found = PROBE72.sweep_route(spec)
+    if found is None or found[1].variant != "fragment" or found[1].block_m != 1 or found[1].row_split != 1:
         return None
-    route = planned.route_for(sweep_tokens(spec["hidden"]))
-    s = route.schedule
-    if s.variant != "fragment" or s.block_m != 1 or s.row_split != 1:
-        return None
-    return planned.routes.index(route), s
+    return found
 
 
 def bounded(base: dict, schedule, blocks: int) -> dict:
