@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from test_injection import dump
 
+import fusegen
 from fusegen import build, checking, testing
 from fusegen.compile import Resources
 from fusegen.plan import CompiledBound, plan
@@ -125,3 +130,25 @@ def test_tune_times_the_planners_program_as_the_build_bounds_it(tmp_path):
     assert found[0].plan.schedule.blocks_per_sm == 1
     assert timed[0].plan.schedule.blocks_per_sm == timed[0].hints["blocks_per_sm"] == 3
     assert timed[1:] == found[1:]
+
+
+def test_fusegen_load_builds_the_bound_and_finds_it_again(tmp_path, monkeypatch):
+    """The drop-in path builds what `fusegen build` builds (the bound from ptxas's registers), and its cache
+    entry, keyed by the kernel's identity, which the bound leaves as it was, is imported by a new process
+    that may not compile."""
+    monkeypatch.setenv("FUSEGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FUSEGEN_NO_COMPILE", raising=False)
+    text = dump(LAYERNORM_ROPE_FP8)
+    heard = []
+    module = fusegen.load(text, notify=heard.append)
+    assert [line for line in heard if line.startswith("bounded ")] == [
+        f"bounded {LAYERNORM_ROPE_FP8['name']}: 3 blocks per SM from 1 tokens"
+    ]
+    routes = json.loads((Path(module.__file__).parent / "plan.json").read_text())["routes"]
+    assert routes[-1]["schedule"]["blocks_per_sm"] == 3
+    assert module.IDENTITY == planned(LAYERNORM_ROPE_FP8).identity
+    child = "import sys, fusegen; print(fusegen.load(sys.stdin.read()).IDENTITY)"
+    env = {**os.environ, "PYTHONPATH": str(Path(fusegen.__file__).parents[1]), "FUSEGEN_NO_COMPILE": "1"}
+    done = subprocess.run([sys.executable, "-c", child], input=text, capture_output=True, text=True, env=env, cwd="/", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [module.IDENTITY]
