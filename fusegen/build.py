@@ -160,7 +160,7 @@ def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], N
     bounded = _ptxas_bounds([b.plan for b in built], programs, staging / TRIALS, jobs, verbose)
     for index, bounds in bounded.items():
         p = built[index].plan
-        built[index] = _written(plan(KernelSpec.model_validate(p.spec), p.spec_file, (), bounds), staging)
+        built[index] = _written(_bounded(p, bounds), staging)
         notify(f"bounded {p.name}: " + ", ".join(f"{b.blocks} blocks per SM from {b.first_tokens} tokens" for b in bounds))
     if bounded:
         # The trials compiled these programs already: TileLang's disk cache serves them.
@@ -186,6 +186,11 @@ def _written(p: Plan, staging: Path) -> BuiltKernel:
     return BuiltKernel(p, files)
 
 
+def _bounded(p: Plan, bounds: tuple[CompiledBound, ...]) -> Plan:
+    """The planner's plan `p` (untuned: its routes are the planner's own) again, under `bounds`."""
+    return plan(KernelSpec.model_validate(p.spec), p.spec_file, (), bounds)
+
+
 def _ptxas_bounds(
     plans: list[Plan], programs: list[list[tuple[str, Resources | None]]], trials: Path, jobs: int, verbose: bool
 ) -> dict[int, tuple[CompiledBound, ...]]:
@@ -208,7 +213,7 @@ def _ptxas_bounds(
         p = plans[index]
         for step in range(max(len(counts) for _, _, counts in routes)):
             bounds = tuple(CompiledBound(route.first_tokens, counts[step], 0, 0) for route, _, counts in routes if step < len(counts))
-            attempts.append((index, plan(KernelSpec.model_validate(p.spec), p.spec_file, (), bounds)))
+            attempts.append((index, _bounded(p, bounds)))
     directories = [trials / str(number) for number in range(len(attempts))]
     for directory, (_, attempt) in zip(directories, attempts):
         _written(attempt, directory)
