@@ -112,7 +112,7 @@ class Scratch:
     buffer of a program (Route.scratch); the emitters allocate only those, by name."""
 
     name: str
-    scope: str  # "fragment" | "shared"
+    scope: str  # "fragment" | "shared" | "local" (a thread's own registers, outside any layout)
     shape: tuple[int, ...]
     dtype: str
     why: str

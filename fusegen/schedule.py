@@ -116,10 +116,8 @@ def _row_schedule(
     n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
-    refused_by_ops = False  # a layout within the register limit that an op's layout rule refused
 
     def offer(threads: int) -> None:
-        nonlocal refused_by_ops
         if not row_threads_allowed(threads, block_m, share_warps):
             return  # every block row takes threads of its own (model.Layout)
         vector = 16 // elem
@@ -137,7 +135,6 @@ def _row_schedule(
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
             usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads // block_m) for op in spec.op)
-            refused_by_ops |= per_thread <= HARD_ELEMS_PER_THREAD and n % vector == 0 and not usable
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 sharing = threads // block_m < WARP_THREADS
                 target = SHARED_WARP_ELEMS_PER_THREAD if sharing else TARGET_ELEMS_PER_THREAD
@@ -199,18 +196,6 @@ def _row_schedule(
                 offer(threads)
         candidates[offered:] = [c for c in candidates[offered:] if full_vectors(c)]
     if not candidates:
-        rules = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))]
-        if spec.head_dim and rules and not threads_hint:
-            raise ChainError(
-                "head_dim",
-                f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: {'; '.join(rules)}, "
-                f"with the padded row at most {HARD_ELEMS_PER_THREAD} values a thread (head sizes such as 64, 96, 128, 192, 256 fit)",
-            )
-        if threads_hint and rules and refused_by_ops:
-            raise ChainError(
-                "schedule.threads",
-                f"with threads = {threads_hint} no vector width lays the row out as this chain needs: {'; '.join(rules)}",
-            )
         where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
         raise ChainError(
             "schedule.threads" if threads_hint else "hidden",
@@ -952,7 +937,7 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             continue
         refused = [f"{op.kind} {reason}" for op in spec.op if (reason := REGISTRY[op.kind].tile_rule(op, context, tile))]
         if not refused and not all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads) for op in spec.op):
-            refused = [rule for op in spec.op if (rule := REGISTRY[op.kind].layout_rule(op, context))] or ["the row layout"]
+            refused = ["the row layout"]
         if refused:
             refusals.append(f"tiles of {tile} columns: {'; '.join(refused)}")
             continue

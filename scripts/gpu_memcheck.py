@@ -1,7 +1,7 @@
 """Small runs for compute-sanitizer: every generated kernel (unless --shared-only), then every stream case
-of tests/cases.py, every route of a case that stages column-major scales in shared memory, every case
-still pending a GPU run, and (unless --shared-only) every route of a kernel the planner routes by token
-count. --pending-only: the cases pending a GPU run alone, every route of theirs. Usage: compute-sanitizer
+of tests/cases.py, every route of a case that stages column-major scales in shared memory or sums a
+per-head statistic in slices that meet there, every case still pending a GPU run, and (unless
+--shared-only) every route of a kernel the planner routes by token count. --pending-only: the cases pending a GPU run alone, every route of theirs. Usage: compute-sanitizer
 --tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--shared-only | --pending-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from fusegen import checking
+from fusegen.ops.norm import sums_head_slices
 from fusegen.ops.quant_fp8 import stages_scales
 from fusegen.plan import plan
 from fusegen.runtime import sm_count
@@ -55,6 +56,9 @@ for name in sorted(PENDING_GPU_CASES if pending_only else {**CASES, **PENDING_GP
         elif any(stages_scales(stage) for stage in route.stages):
             tokens = spec.tokens or (route.last_tokens or route.first_tokens + 2)
             what = f"stored its staged scales at {tokens} tokens"
+        elif any(sums_head_slices(stage) for stage in route.stages):
+            tokens = spec.tokens or (route.last_tokens or route.first_tokens + 2)
+            what = f"added its heads' slice sums through shared memory at {tokens} tokens"
         elif len(planned.routes) > 1 and "--shared-only" not in sys.argv:
             # The routes of a kernel the planner routes by count (rows split over blocks for few tokens, one
             # row per block below a stream's counts): each at its last count (the open last one at its first).

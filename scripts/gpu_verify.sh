@@ -11,7 +11,7 @@ compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/gpu_memchec
 echo "memcheck exit $?" | tee -a "$out/memcheck.log"
 grep -E "memcheck |ERROR SUMMARY" "$out/memcheck.log" | tail -10
 # The stream variant's ring (a slot refilled by cp.async while another thread may still read it) and the
-# staged column-major scales (one thread stores what another wrote).
+# staged column-major scales and a per-head statistic's slice sums (one thread reads what another wrote).
 compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/gpu_memcheck.py --shared-only > "$out/racecheck.log" 2>&1
 echo "racecheck exit $?" | tee -a "$out/racecheck.log"
 grep -E "sanitized |ERROR SUMMARY|RACECHECK SUMMARY" "$out/racecheck.log" | tail -12

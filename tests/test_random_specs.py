@@ -79,24 +79,7 @@ def draw_columns(rng: random.Random, hidden: int) -> list[int]:
     return [rng.choice(range(0, hi, 8)), hi]
 
 
-def per_head_fits(head_dim: int, hidden: int, elem: int) -> bool:
-    """README (head_dim error): per-head statistics need a row layout — 32·k threads × a vector of 1, 2, 4
-    or 8 columns (at most 16 bytes), at most 64 values a thread — whose tile is a whole part of a head
-    reduced by a power-of-two number of threads, or holds whole heads of a power-of-two number of vectors."""
-    for threads in range(32, 1025, 32):
-        for vector in (v for v in (1, 2, 4, 8) if v * elem <= 16):
-            tile = threads * vector
-            if -(-hidden // tile) * tile // threads > 64:
-                continue
-            whole_tiles = head_dim % tile == 0 and threads & (threads - 1) == 0
-            lanes = head_dim // vector
-            whole_heads = tile % head_dim == 0 and head_dim % vector == 0 and lanes & (lanes - 1) == 0
-            if whole_tiles or whole_heads:
-                return True
-    return False
-
-
-def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, dtype: str, whole_row: bool = False) -> dict:
+def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, whole_row: bool = False) -> dict:
     """A `kind` norm; over the whole row if `whole_row`, else sometimes per head or over a column range."""
     op = {"kind": kind, "weight": rng.random() < 0.8}
     if kind == "rmsnorm":
@@ -109,7 +92,7 @@ def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, 
             op["eps"] = rng.choice([1e-6, 1e-5, 1e-2])
     if whole_row:
         return op
-    if head_dim and per_head_fits(head_dim, hidden, DTYPE_BYTES[dtype]) and rng.random() < 0.6:
+    if head_dim and rng.random() < 0.6:
         op["over"] = "head"
     elif not head_dim and rng.random() < 0.25:
         op["columns"] = draw_columns(rng, hidden)
@@ -133,13 +116,13 @@ def draw_rescale(rng: random.Random) -> dict:
     return op
 
 
-def draw_chain(rng: random.Random, hidden: int, head_dim: int | None, dtype: str) -> list[dict]:
+def draw_chain(rng: random.Random, hidden: int, head_dim: int | None) -> list[dict]:
     if rng.random() < 0.1:
         # The one chain the whole-kernel variants (naive, splitk) take, otherwise a rare draw.
-        return [draw_norm(rng, "rmsnorm", hidden, head_dim, dtype, whole_row=True)]
+        return [draw_norm(rng, "rmsnorm", hidden, head_dim, whole_row=True)]
     residual = [{"kind": "add_residual"}] if rng.random() < 0.3 else []
     kind = rng.choice([None, *NORMS])
-    norm = [draw_norm(rng, kind, hidden, head_dim, dtype)] if kind else []
+    norm = [draw_norm(rng, kind, hidden, head_dim)] if kind else []
     rope = draw_rope(rng, hidden, head_dim) if rng.random() < 0.6 else []
     quant = []
     if rng.random() < 0.6:
@@ -265,7 +248,7 @@ def draw_valid(rng: random.Random) -> dict:
     spec = {"name": "random_spec", "dtype": rng.choice(list(DTYPE_BYTES)), "hidden": hidden}
     if head_dim := draw_head_dim(rng, hidden):
         spec["head_dim"] = head_dim
-    spec["op"] = draw_chain(rng, hidden, head_dim, spec["dtype"])
+    spec["op"] = draw_chain(rng, hidden, head_dim)
     spec["outputs"] = draw_outputs(rng, spec["op"])
     spec["schedule"] = draw_schedule(rng, spec)
     if rng.random() < 0.15:

@@ -288,10 +288,6 @@ class Op(ABC, Generic[S]):
         """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""
         return True
 
-    def layout_rule(self, op: S, ctx: ChainContext) -> str | None:
-        """accepts_layout's rule in words, for the error where no layout meets it; None where it takes any."""
-        return None
-
     def crowds_few_warps(self, stage: Stage) -> bool:
         """Whether this stage, planned on a row layout of many values a thread, runs slower there than
         on the planner's wider blocks (schedule.gathering_row asks before it moves a row to four warps)."""

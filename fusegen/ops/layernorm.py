@@ -41,7 +41,6 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
         outputs.append(extent.statistic("Mean", "mean", "mean"))
     if ctx.outputs.get("rstd"):
         outputs.append(rstd_tensor(extent))
-    stat = extent.stat_shape(ctx)
     of = "head" if extent.over == "head" else "row"
     return Stage(
         index=index,
@@ -59,8 +58,8 @@ def plan(op: LayerNormSpec, index: int, ctx: ChainContext) -> Stage:
         outputs=tuple(outputs),
         scratch=(
             Scratch("centered_sq", "fragment", ctx.rows(ctx.padded_hidden), "float32", "(x − mean)² per column before the variance sum"),
-            Scratch("mean", "fragment", stat, "float32", f"{of} mean, replicated across the {of}'s threads"),
-            Scratch("rstd", "fragment", stat, "float32", f"reciprocal standard deviation per {of}"),
+            *extent.statistic_buffers(ctx, "mean", "row_sum", "the mean"),
+            *extent.statistic_buffers(ctx, "rstd", "centered_sum", "the reciprocal standard deviation"),
         ),
         reductions=(
             Reduction(

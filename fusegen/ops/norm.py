@@ -5,8 +5,9 @@ that choose it, its shapes, its reductions and their TileLang, torch and float64
 
 A row extent reduces across the block (the exchange of codegen.KernelFrame.row_reduce); a head's
 columns sit in consecutive lanes (a head is a whole number of vectors), so a per-head reduction is a
-reshape reduced over its last axis, as the quantiser's groups are; a column range reduces across the
-block with the columns outside it masked to 0."""
+reshape reduced over its last axis, as the quantiser's groups are — where a head's lanes are a power of
+two; where they are not, its power-of-two slices are reduced so and their sums added through shared
+memory (head_slice); a column range reduces across the block with the columns outside it masked to 0."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..codegen import HEAD_DIM, HIDDEN, TILE, KernelFrame, all_of, indent, shape_source
-from ..model import Constant, Dim, Tensor, parts_of, rendered
+from ..model import Constant, Dim, Scratch, Tensor, parts_of, rendered
 from ..model import Extent as NamedExtent
 from . import ChainContext, Op, S, added_key, described, head_dim_constant
 
@@ -27,6 +28,46 @@ NORM_START, NORM_END = "NORM_START", "NORM_END"
 def column_range(col: str = "j") -> str:
     """Whether row column `col` lies in the norm's range."""
     return all_of([f"{NORM_START} <= {col}", f"{col} < {NORM_END}"])
+
+
+# The factory's name of a two-level per-head reduction's slice width (head_slice), which it derives from
+# its thread count and vector as it derives its chunks (emit: factory-level names).
+HEAD_SLICE = "head_slice"
+HEAD_SLICE_EXTENT = {
+    HEAD_SLICE: (
+        "vector * min(HEAD_DIM // vector & -(HEAD_DIM // vector), {row_threads} & -{row_threads})"
+        "  # the columns of a head one power-of-two group of lanes sums (n & -n: the largest power of two dividing n)"
+    )
+}
+
+
+def head_slice(head_dim: int, vector: int, row_threads: int) -> int:
+    """The width of the slices a per-head statistic is summed in, where one butterfly cannot sum a whole
+    head; 0 where it can. TileLang's reduce is an xor butterfly over a power of two of lanes, and a head
+    nests in the row tile (row_threads × vector columns) either as whole tiles (all the tile's threads
+    reduce) or as whole heads per tile (head_dim / vector lanes reduce). Otherwise — a bf16 head of 192
+    columns is 24 16-byte vectors, a head of 512 on 96 threads spans tiles — the head is summed in slices
+    of the largest power of two of lanes dividing both its lanes and the tile's threads (8 lanes, 64 columns,
+    for the 192), whose sums the head then adds through shared memory: one barrier, and 16-byte vectors
+    where only one-column ones nested before (bf16 heads of 192: 0.62 × copy, perf/probe73)."""
+    tile = row_threads * vector
+    reducing = row_threads if head_dim % tile == 0 else head_dim // vector if tile % head_dim == 0 else 0
+    if reducing and reducing & (reducing - 1) == 0:
+        return 0
+    lanes = head_dim // vector
+    return vector * min(lanes & -lanes, row_threads & -row_threads)
+
+
+def sums_head_slices(stage) -> bool:
+    """Whether a stage was planned with a per-head statistic summed in slices (head_slice), whose sums
+    threads read from shared memory after others wrote them."""
+    return any(b.name.endswith("_slices_shared") for b in stage.scratch)
+
+
+def slice_buffers(name: str) -> tuple[str, str, str]:
+    """A two-level per-head reduction's slice sums (in the slice's lanes, then in shared memory) and the
+    running sum of a head's slices."""
+    return f"{name}_slices", f"{name}_slices_shared", f"{name}_head"
 
 
 # A range boundary inside a vector leaves the vector's columns on both sides: the masked terms then fall
@@ -101,11 +142,14 @@ class Extent:
     heads: int = 1
     padded_heads: int = 1
     head_dim: int = 0
+    head_slice: int = 0  # over = "head" summed in slices of this many columns (norm.head_slice), or 0: whole heads
 
     @staticmethod
     def of(op, ctx: ChainContext) -> Extent:
         if op.over == "head":
-            return Extent("head", heads=ctx.heads, padded_heads=ctx.padded_hidden // ctx.head_dim, head_dim=ctx.head_dim)
+            layout = ctx.layout
+            slices = head_slice(ctx.head_dim, layout.vector, layout.row_threads) if layout else 0
+            return Extent("head", heads=ctx.heads, padded_heads=ctx.padded_hidden // ctx.head_dim, head_dim=ctx.head_dim, head_slice=slices)
         if op.columns is not None:
             lo, hi = op.columns
             return Extent("columns", lo=lo, hi=hi)
@@ -116,7 +160,8 @@ class Extent:
         return Extent(**params["extent"])
 
     def params(self) -> dict:
-        return {"extent": asdict(self)}
+        # A whole-head extent's params stay as they were before slices existed (plan.json unchanged).
+        return {"extent": {k: v for k, v in asdict(self).items() if k != "head_slice" or v}}
 
     @property
     def whole_row(self) -> bool:
@@ -176,6 +221,37 @@ class Extent:
     def stat_shape(self, ctx: ChainContext) -> tuple[int, ...]:
         return ctx.rows(self.heads_in(ctx.padded_hidden)) if self.over == "head" else ctx.rows()
 
+    def statistic_buffers(self, ctx: ChainContext, result: str, name: str, what: str) -> tuple[Scratch, ...]:
+        """The buffer the statistic `result` (`what` it is) is summed into (reduce's, named `name`), with a
+        two-level reduction's slice sums before it: the statistic then lives in shared memory, where every
+        lane of a head reads it."""
+        axis = "head" if self.over == "head" else "row"
+        if not self.head_slice:
+            return (Scratch(result, "fragment", self.stat_shape(ctx), "float32", f"{what} per {axis}, replicated across its threads"),)
+        slices = ctx.rows(parts_of(ctx.padded_hidden, self.head_slice, HEAD_SLICE))
+        in_lanes, shared, head = slice_buffers(name)
+        return (
+            Scratch(
+                in_lanes,
+                "fragment",
+                slices,
+                "float32",
+                f"{name} of each {self.head_slice}-column slice of a head, by shuffles among its lanes",
+            ),
+            Scratch(shared, "shared", slices, "float32", f"{name}: the slices' sums, added per head after one barrier", barrier=True),
+            # A sum kept in the shared result itself, read back and written at every slice, makes TileLang's
+            # ThreadSync warn of a race it cannot rule out (each thread's own entry).
+            Scratch(head, "local", (1,), "float32", f"{name}: the running sum of one head's slices, in a register"),
+            Scratch(
+                result,
+                "shared",
+                self.stat_shape(ctx),
+                "float32",
+                f"{what} per head, in shared memory: a head's lanes span slices",
+                barrier=True,
+            ),
+        )
+
     @property
     def row_width(self) -> NamedExtent:
         """The row's width (unpadded) as the kernel names it; over = 'head' only."""
@@ -229,10 +305,28 @@ class Extent:
 
     def reduce(self, frame: KernelFrame, source: str, result: str, name: str) -> list[str]:
         """Sums `source` (a per-row buffer of the row's columns) over the extent into `result` (stat_shape)."""
-        if self.over == "head":
-            heads = frame.layout.rows(self.heads_in(frame.layout.padded_hidden), NamedExtent(self.head_dim, HEAD_DIM))
+        if self.over != "head":
+            return frame.row_reduce(source, result, "sum", name)
+        columns = frame.layout.padded_hidden
+        if not self.head_slice:
+            heads = frame.layout.rows(self.heads_in(columns), NamedExtent(self.head_dim, HEAD_DIM))
             return [f"T.reduce_sum(T.reshape({source}, {shape_source(heads)}), {result}, dim={len(heads) - 1})"]
-        return frame.row_reduce(source, result, "sum", name)
+        slices = frame.layout.rows(parts_of(columns, self.head_slice, HEAD_SLICE), NamedExtent(self.head_slice, HEAD_SLICE))
+        in_lanes, shared, head = slice_buffers(name)
+        per_head = f"{HEAD_DIM} // {HEAD_SLICE}"
+        return [
+            frame.alloc(in_lanes),
+            frame.alloc(shared),
+            frame.alloc(head),
+            f"T.reduce_sum(T.reshape({source}, {shape_source(slices)}), {in_lanes}, dim={len(slices) - 1})",
+            frame.loop(("s", rendered(slices[-2]))),
+            f"    {shared}[{frame.at('s')}] = {in_lanes}[{frame.at('s')}]",
+            frame.loop(("h", rendered(self.heads_in(columns)))),
+            f"    {head}[0] = 0.0",
+            f"    for k in T.serial({per_head}):",
+            f"        {head}[0] = {head}[0] + {shared}[{frame.at(f'h * ({per_head}) + k')}]",
+            f"    {result}[{frame.at('h')}] = {head}[0]",
+        ]
 
     def store(self, frame: KernelFrame, param: str, fragment: str) -> list[str]:
         if self.over != "head":
@@ -281,7 +375,10 @@ def oracle_extent(op, hidden: int, head_dim: int | None) -> Extent:
 
 class NormOp(Op[S]):
     """What RMSNorm and LayerNorm answer alike, as ops.Op: their statistics' extent decides how the row may
-    be laid out, split and shrunk."""
+    be split and shrunk. Any row layout holds a per-head statistic (head_slice): a head is a multiple of 8
+    columns, so of every vector."""
+
+    derived_extents = HEAD_SLICE_EXTENT
 
     def columns_multiple_of(self, op, ctx):
         # A per-head reduction reshapes the padded row into whole heads.
@@ -309,28 +406,6 @@ class NormOp(Op[S]):
         if self.row_statistic_passes(op, ctx):
             return None
         return super().tile_rule(op, ctx, tile_columns)
-
-    def accepts_layout(self, op, ctx, vector: int, threads: int) -> bool:
-        """Per head, the row tile (one block row's threads × vector) and the head must nest for the
-        statistic's (heads, head_dim) view to map onto the threads — whole tiles per head, or whole heads per
-        tile — and the threads that reduce one head must be a power of two (TileLang's butterfly reduce: all
-        the tile's threads, or a head's share of them). A 96-column head on 256-column tiles failed layout
-        inference ("loop layout is not injective"), on 768-column tiles the 12-thread reduce, on 96 threads of
-        2 columns the 96-thread one (Phi-3's heads, found by a random spec)."""
-        if op.over != "head":
-            return True
-        tile, head = threads * vector, ctx.head_dim
-        reducing = threads if head % tile == 0 else head // vector if tile % head == 0 else 0
-        return reducing > 0 and reducing & (reducing - 1) == 0
-
-    def layout_rule(self, op, ctx) -> str | None:
-        """accepts_layout in words."""
-        if op.over != "head":
-            return None
-        return (
-            f"per-head statistics need a head of {ctx.head_dim} columns to be a whole number of row tiles (32·k threads × 1, 2, "
-            "4 or 8 columns, a power of two of threads) or to hold a power-of-two number of vectors"
-        )
 
     def small_variant(self, op: dict, small: ChainContext, full: ChainContext) -> dict:
         """A column range keeps its place at the seed's small width: the columns after it stay as many (at

@@ -111,13 +111,7 @@ def plan(op: RMSNormSpec, index: int, ctx: ChainContext) -> Stage:
         outputs=outputs,
         scratch=(
             Scratch("sumsq_terms", "fragment", ctx.rows(ctx.padded_hidden), "float32", "x² per column before the sum"),
-            Scratch(
-                "rstd",
-                "fragment",
-                extent.stat_shape(ctx),
-                "float32",
-                f"one reciprocal RMS per {'head' if extent.over == 'head' else 'row'}, replicated across its threads",
-            ),
+            *extent.statistic_buffers(ctx, "rstd", "sumsq", "one reciprocal RMS"),
         ),
         reductions=(Reduction("sum of squares", "sum", "sumsq_terms", "rstd", extent.axis(), partials=extent.partials("sumsq")),),
         constants=(Constant("EPS", op.eps, "RMSNorm: added to mean(x²) under the square root"), *extent.constants("RMSNorm")),
