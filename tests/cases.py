@@ -519,6 +519,37 @@ CASES = {
         head_dim=192,
         outputs={"mean": True, "rstd": True},
     ),
+    # Per-head statistics summed in slices whose sums meet in shared memory, on the layouts and variants that
+    # reuse or share that memory (session 37: passed on the H200, racecheck clean).
+    "head_layernorm_96_shared_warps": case(
+        "per-head LayerNorm over two heads of 96 on rows sharing warps (4 rows of 8 lanes a warp): slices of 4 lanes",
+        [{"kind": "layernorm", "over": "head"}],
+        hidden=192,
+        head_dim=96,
+        outputs={"mean": True, "rstd": True},
+    ),
+    "head_norm_192_stream": case(
+        "QK-norm over heads of 192 → gptj RoPE 64 in each, streamed: the slices' shared sums reused row after row",
+        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", style="gptj")],
+        hidden=6144,
+        head_dim=192,
+        schedule={"variant": "stream"},
+    ),
+    "head_norm_192_reread": case(
+        "RMSNorm over heads of 192 read in tiles (variant reread): each tile's heads summed in slices as it is loaded",
+        [{"kind": "rmsnorm", "over": "head"}],
+        hidden=6144,
+        head_dim=192,
+        outputs={"rstd": True},
+        schedule={"variant": "reread"},
+    ),
+    "head_norm_40_one_lane": case(
+        "RMSNorm over heads of 40 (five 16-byte vectors): slices of one lane, five sums a head, rstd per head",
+        [{"kind": "rmsnorm", "over": "head"}],
+        hidden=1280,
+        head_dim=40,
+        outputs={"rstd": True},
+    ),
     # The whole-kernel variants asked for the statistics alone (a random spec found both failing to compile).
     "naive_rstd_only": case(
         "the textbook RMSNorm (row in shared memory) writing rstd only: one pass over the row, no Y",
@@ -761,39 +792,7 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
-    # Per-head statistics summed in slices whose sums meet in shared memory (norm.head_slice, session 37), on
-    # the layouts and variants that reuse or share that memory.
-    "head_layernorm_96_shared_warps": case(
-        "per-head LayerNorm over two heads of 96 on rows sharing warps (4 rows of 8 lanes a warp): slices of 4 lanes",
-        [{"kind": "layernorm", "over": "head"}],
-        hidden=192,
-        head_dim=96,
-        outputs={"mean": True, "rstd": True},
-    ),
-    "head_norm_192_stream": case(
-        "QK-norm over heads of 192 → gptj RoPE 64 in each, streamed: the slices' shared sums reused row after row",
-        [{"kind": "rmsnorm", "over": "head"}, rope(64, span="head", style="gptj")],
-        hidden=6144,
-        head_dim=192,
-        schedule={"variant": "stream"},
-    ),
-    "head_norm_192_reread": case(
-        "RMSNorm over heads of 192 read in tiles (variant reread): each tile's heads summed in slices as it is loaded",
-        [{"kind": "rmsnorm", "over": "head"}],
-        hidden=6144,
-        head_dim=192,
-        outputs={"rstd": True},
-        schedule={"variant": "reread"},
-    ),
-    "head_norm_40_one_lane": case(
-        "RMSNorm over heads of 40 (five 16-byte vectors): slices of one lane, five sums a head, rstd per head",
-        [{"kind": "rmsnorm", "over": "head"}],
-        hidden=1280,
-        head_dim=40,
-        outputs={"rstd": True},
-    ),
-}
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
