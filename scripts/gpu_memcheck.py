@@ -1,8 +1,9 @@
 """Small runs for compute-sanitizer: every generated kernel (unless --shared-only), then every stream case
 of tests/cases.py, every route of a case that stages column-major scales in shared memory or sums a
 per-head statistic in slices that meet there, every case still pending a GPU run, and (unless
---shared-only) every route of a kernel the planner routes by token count. --pending-only: the cases pending a GPU run alone, every route of theirs. Usage: compute-sanitizer
---tool memcheck|racecheck python3 scripts/gpu_memcheck.py [--shared-only | --pending-only]
+--shared-only) every route of a kernel the planner routes by token count. --pending-only: the cases
+pending a GPU run alone, every route of theirs. Usage: compute-sanitizer --tool memcheck|racecheck
+python3 scripts/gpu_memcheck.py [--shared-only | --pending-only]
 
 Generated kernels run at 8 and 3 tokens (the seed's small M, and an odd count) against their references.
 Stream cases run at twice their persistent grid plus 3 tokens, so every block's ring wraps around and

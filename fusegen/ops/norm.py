@@ -46,7 +46,7 @@ def head_slice(head_dim: int, vector: int, row_threads: int) -> int:
     head; 0 where it can. TileLang's reduce is an xor butterfly over a power of two of lanes, and a head
     nests in the row tile (row_threads × vector columns) either as whole tiles (all the tile's threads
     reduce) or as whole heads per tile (head_dim / vector lanes reduce). Otherwise — a bf16 head of 192
-    columns is 24 16-byte vectors, a head of 512 on 96 threads spans tiles — the head is summed in slices
+    columns is 24 16-byte vectors, a head of 384 on 256 threads spans tiles — the head is summed in slices
     of the largest power of two of lanes dividing both its lanes and the tile's threads (8 lanes, 64 columns,
     for the 192), whose sums the head then adds through shared memory: one barrier, and 16-byte vectors
     where only one-column ones nested before (bf16 heads of 192: 0.62 × copy, perf/probe73)."""
