@@ -196,6 +196,14 @@ def _row_schedule(
                 offer(threads)
         candidates[offered:] = [c for c in candidates[offered:] if full_vectors(c)]
     if not candidates:
+        if any(getattr(op, "over", "row") == "head" for op in spec.op) and not threads_hint:
+            raise ChainError(
+                "head_dim",
+                f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: a per-head norm pads the row "
+                "to whole heads and whole row tiles (a power of two of threads from 32, or a count of warps covering the row in "
+                f"16-byte vectors, × 1, 2, 4 or 8 columns), which these heads take past {HARD_ELEMS_PER_THREAD} values a thread "
+                "(head sizes such as 64, 80, 96, 128, 192, 256 fit)",
+            )
         where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
         raise ChainError(
             "schedule.threads" if threads_hint else "hidden",

@@ -78,3 +78,24 @@ def test_the_kernel_sums_slices_by_shuffles_and_heads_through_shared_memory(tmp_
     assert "AllReduce<tl::SumOp, 8, 1," in source
     assert "if (((int)threadIdx.x) < 16) {" in source  # one thread a head adds its three slices
     assert "uint4" in source  # the row moves in 16-byte vectors
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_the_planner_refuses_exactly_the_heads_the_readme_rule_refuses(dtype):
+    """README's head_dim error (test_random_specs.per_head_fits, which the random specs draw by): a per-head norm
+    plans wherever whole heads and whole row tiles fit 64 values a thread, and is refused naming head_dim
+    wherever they do not (one head of 1000 columns; heads of 200 in a row of 1000 fit on one-column vectors)."""
+    from test_random_specs import HIDDENS, per_head_fits
+
+    from fusegen.errors import ChainError
+
+    elem = {"bfloat16": 2, "float32": 4}[dtype]
+    for hidden in HIDDENS:
+        for head_dim in (d for d in range(8, hidden + 1, 8) if hidden % d == 0):
+            try:
+                _plan(head_dim, hidden, dtype)
+                planned = True
+            except ChainError as exc:
+                assert exc.key == "head_dim", (hidden, head_dim, exc.key, exc.message)
+                planned = False
+            assert planned == per_head_fits(head_dim, hidden, elem), (hidden, head_dim)

@@ -79,7 +79,23 @@ def draw_columns(rng: random.Random, hidden: int) -> list[int]:
     return [rng.choice(range(0, hi, 8)), hi]
 
 
-def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, whole_row: bool = False) -> dict:
+def per_head_fits(head_dim: int, hidden: int, elem: int) -> bool:
+    """README (head_dim error): a per-head norm pads the row to whole heads and whole row tiles — a power of
+    two of threads from 32, or a count of warps that covers the row in 16-byte vectors and whose tiles hold
+    whole heads, × a vector of 1, 2, 4 or 8 columns (at most 16 bytes) — at most 64 values a thread."""
+    vectors = hidden * elem // 16 if hidden * elem % 16 == 0 else 0
+    for threads in (t for t in range(32, 1025, 32) if t & (t - 1) == 0 or (vectors and vectors % t == 0)):
+        for vector in (v for v in (1, 2, 4, 8) if v * elem <= 16):
+            tile = threads * vector
+            if tile % head_dim and threads & (threads - 1):
+                continue
+            step = math.lcm(tile, head_dim)
+            if -(-hidden // step) * step // threads <= 64:
+                return True
+    return False
+
+
+def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, dtype: str, whole_row: bool = False) -> dict:
     """A `kind` norm; over the whole row if `whole_row`, else sometimes per head or over a column range."""
     op = {"kind": kind, "weight": rng.random() < 0.8}
     if kind == "rmsnorm":
@@ -92,7 +108,7 @@ def draw_norm(rng: random.Random, kind: str, hidden: int, head_dim: int | None, 
             op["eps"] = rng.choice([1e-6, 1e-5, 1e-2])
     if whole_row:
         return op
-    if head_dim and rng.random() < 0.6:
+    if head_dim and per_head_fits(head_dim, hidden, DTYPE_BYTES[dtype]) and rng.random() < 0.6:
         op["over"] = "head"
     elif not head_dim and rng.random() < 0.25:
         op["columns"] = draw_columns(rng, hidden)
@@ -116,13 +132,13 @@ def draw_rescale(rng: random.Random) -> dict:
     return op
 
 
-def draw_chain(rng: random.Random, hidden: int, head_dim: int | None) -> list[dict]:
+def draw_chain(rng: random.Random, hidden: int, head_dim: int | None, dtype: str) -> list[dict]:
     if rng.random() < 0.1:
         # The one chain the whole-kernel variants (naive, splitk) take, otherwise a rare draw.
-        return [draw_norm(rng, "rmsnorm", hidden, head_dim, whole_row=True)]
+        return [draw_norm(rng, "rmsnorm", hidden, head_dim, dtype, whole_row=True)]
     residual = [{"kind": "add_residual"}] if rng.random() < 0.3 else []
     kind = rng.choice([None, *NORMS])
-    norm = [draw_norm(rng, kind, hidden, head_dim)] if kind else []
+    norm = [draw_norm(rng, kind, hidden, head_dim, dtype)] if kind else []
     rope = draw_rope(rng, hidden, head_dim) if rng.random() < 0.6 else []
     quant = []
     if rng.random() < 0.6:
@@ -248,7 +264,7 @@ def draw_valid(rng: random.Random) -> dict:
     spec = {"name": "random_spec", "dtype": rng.choice(list(DTYPE_BYTES)), "hidden": hidden}
     if head_dim := draw_head_dim(rng, hidden):
         spec["head_dim"] = head_dim
-    spec["op"] = draw_chain(rng, hidden, head_dim)
+    spec["op"] = draw_chain(rng, hidden, head_dim, spec["dtype"])
     spec["outputs"] = draw_outputs(rng, spec["op"])
     spec["schedule"] = draw_schedule(rng, spec)
     if rng.random() < 0.15:
