@@ -78,6 +78,8 @@ def test_the_kernel_sums_slices_by_shuffles_and_heads_through_shared_memory(tmp_
     assert "AllReduce<tl::SumOp, 8, 1," in source
     assert "if (((int)threadIdx.x) < 16) {" in source  # one thread a head adds its three slices
     assert "uint4" in source  # the row moves in 16-byte vectors
+    # each vector's rstd read by one index, not gathered by a vector of them (at_column)
+    assert "((float*)rstd)[v_" not in source
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

@@ -292,8 +292,13 @@ class Extent:
         return frame.at("h") if self.over == "head" else frame.at()
 
     def at_column(self, frame: KernelFrame) -> str:
-        """The index of column j's statistic."""
-        return frame.at(f"j // {HEAD_DIM}") if self.over == "head" else frame.at()
+        """The index of column j's statistic. One in shared memory (head_slice) is indexed by the first column
+        of j's vector, the same head (a head is whole vectors): TileLang's vectorizer then reads it once a
+        vector, where by j itself it gathers one read a column — and an 8-float gather failed to compile
+        (make_ulonglong4 of 8 floats: bf16 LayerNorm over heads of 40 on 128 threads)."""
+        if self.over != "head":
+            return frame.at()
+        return frame.at(f"(j - j % vector) // {HEAD_DIM}" if self.head_slice else f"j // {HEAD_DIM}")
 
     def masked(self, value: str) -> str:
         """`value` on the extent's columns, 0 elsewhere (a reduction's terms)."""
