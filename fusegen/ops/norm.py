@@ -48,8 +48,9 @@ def head_slice(head_dim: int, vector: int, row_threads: int) -> int:
     reduce) or as whole heads per tile (head_dim / vector lanes reduce). Otherwise — a bf16 head of 192
     columns is 24 16-byte vectors, a head of 384 on 256 threads spans tiles — the head is summed in slices
     of the largest power of two of lanes dividing both its lanes and the tile's threads (8 lanes, 64 columns,
-    for the 192), whose sums the head then adds through shared memory: one barrier, and 16-byte vectors
-    where only one-column ones nested before (bf16 heads of 192: 0.62 × copy, perf/probe73)."""
+    for the 192), whose sums the head then adds through shared memory: a barrier each way (slices to heads,
+    heads to their lanes), and 16-byte vectors where only one-column ones nested before (bf16 heads of 192:
+    0.62 × copy, perf/probe73; 0.97 with slices, perf/probe77)."""
     tile = row_threads * vector
     reducing = row_threads if head_dim % tile == 0 else head_dim // vector if tile % head_dim == 0 else 0
     if reducing and reducing & (reducing - 1) == 0:
