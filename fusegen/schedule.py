@@ -196,7 +196,7 @@ def _row_schedule(
                 offer(threads)
         candidates[offered:] = [c for c in candidates[offered:] if full_vectors(c)]
     if not candidates:
-        if any(getattr(op, "over", "row") == "head" for op in spec.op) and not threads_hint:
+        if any(REGISTRY[op.kind].pads_to_whole_heads(op, context) for op in spec.op) and not threads_hint:
             raise ChainError(
                 "head_dim",
                 f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: a per-head norm pads the row "

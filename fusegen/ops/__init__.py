@@ -245,6 +245,11 @@ class Op(ABC, Generic[S]):
         """The padded row must be a multiple of this."""
         return 1
 
+    def pads_to_whole_heads(self, op: S, ctx: ChainContext) -> bool:
+        """Whether the op pads the row to whole heads of the top-level head_dim (its columns_multiple_of): where
+        no layout holds that padding, the planner's error names head_dim."""
+        return False
+
     def needs_whole_row(self, op: S, ctx: ChainContext) -> str | None:
         """What of this op needs every column of a row in one block, in words that follow the op's kind in
         an error ("normalises over the whole row"); None where a block holding one part of the row runs it

@@ -387,8 +387,11 @@ class NormOp(Op[S]):
     derived_extents = HEAD_SLICE_EXTENT
 
     def columns_multiple_of(self, op, ctx):
+        return ctx.head_dim if self.pads_to_whole_heads(op, ctx) else 1
+
+    def pads_to_whole_heads(self, op, ctx) -> bool:
         # A per-head reduction reshapes the padded row into whole heads.
-        return ctx.head_dim if op.over == "head" else 1
+        return op.over == "head"
 
     def needs_whole_row(self, op, ctx) -> str | None:
         """Statistics over the row or a column range of it need those columns in one block; a head's columns
