@@ -81,13 +81,19 @@ def main(out: Path) -> None:
             (specs / f"{spec['name']}.toml").write_text(dump(spec))
     for base in probe_script("probe51").drawn_specs(SEED, DRAWN, accepted, WIDTHS, "held73"):
         (specs / f"{base['name']}_c0.toml").write_text(dump(dict(base, name=f"{base['name']}_c0")))
+    build_checked(specs, out, lambda name: name.startswith("held73_7301"))
+
+
+def build_checked(specs: Path, out: Path, checked) -> None:
+    """Builds `specs` untuned into out/time/kernels, copying the packages whose name `checked` takes into
+    out/check/kernels (scripts/gpu_hunt.py check)."""
     timed = out / "time" / "kernels"
     build(ROOT, specs.resolve(), timed.resolve())
-    checked = out / "check" / "kernels"
-    checked.mkdir(parents=True)
+    into = out / "check" / "kernels"
+    into.mkdir(parents=True)
     for package in sorted(timed.iterdir()):
-        if package.name.startswith("held73_7301"):
-            shutil.copytree(package, checked / package.name)
+        if checked(package.name):
+            shutil.copytree(package, into / package.name)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ untuned into kernels/time/kernels; the c0 builds also into kernels/check/kernels
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -36,19 +35,13 @@ ROWS = {
 def main(out: Path) -> None:
     specs = out / "specs"
     specs.mkdir(parents=True)
-    pinned = probe_script("probe73").pinned
+    probe73 = probe_script("probe73")
     for name, path in ROWS.items():
         base = dict(tomllib.loads(path.read_text()), name=name.replace("3701", "78").replace("7701", "78"))
         base.pop("tokens", None)
-        for spec in pinned(base):
+        for spec in probe73.pinned(base):
             (specs / f"{spec['name']}.toml").write_text(dump(spec))
-    timed = out / "time" / "kernels"
-    probe_script("probe50", "build_rules").build(ROOT, specs.resolve(), timed.resolve())
-    checked = out / "check" / "kernels"
-    checked.mkdir(parents=True)
-    for package in sorted(timed.iterdir()):
-        if package.name.endswith("_c0"):
-            shutil.copytree(package, checked / package.name)
+    probe73.build_checked(specs, out, lambda package: package.endswith("_c0"))
 
 
 if __name__ == "__main__":
