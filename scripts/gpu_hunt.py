@@ -102,12 +102,13 @@ def check(directories: list[Path], jobs: int) -> int:
     failed = 0
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [pool.submit(check_package, p) for p in packages]
+        futures = {pool.submit(check_package, p): p.name for p in packages}
         for future in as_completed(futures):
             try:
                 name, failures = future.result()
             except Exception as exc:  # a package that does not import or compile is a finding too
-                name, failures = "?", [f"{type(exc).__name__}: {str(exc)[:600]}"]
+                # (a worker that dies breaks the pool: every package still pending is named here with it)
+                name, failures = futures[future], [f"{type(exc).__name__}: {str(exc)[:600]}"]
             failed += bool(failures)
             print(f"{name}: " + ("ok" if not failures else "FAIL\n    " + "\n    ".join(failures)), flush=True)
     print(f"{len(packages)} specs checked, {failed} failed", flush=True)

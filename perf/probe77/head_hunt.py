@@ -3,7 +3,7 @@ every dtype, with residual add, rescale, RoPE (per token or from a cache), FP8 g
 and then a variant or thread hint — those the planner accepts, written to DIR/specs for `fusegen build`
 (untuned), whose CUDA checks then run, and for scripts/gpu_hunt.py check on the device.
 
-    .venv/bin/python perf/probe77/head_hunt.py DIR && echo '{}' > DIR/no-tuning.json
+    .venv/bin/python perf/probe77/head_hunt.py DIR [SEED] && echo '{}' > DIR/no-tuning.json
     .venv/bin/fusegen build DIR/specs --out DIR/kernels --tuning DIR/no-tuning.json"""
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ def draw(rng: random.Random, name: str) -> dict | None:
     return spec
 
 
-def main(out: Path) -> None:
+def main(out: Path, seed: int) -> None:
     specs = out / "specs"
     specs.mkdir(parents=True)
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     made = 0
     while made < COUNT:
         spec = draw(rng, f"hh_{made:02d}")
@@ -74,4 +74,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else SEED)
