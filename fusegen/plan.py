@@ -147,7 +147,7 @@ def _route_by_waits(
         after_gather=reductions_after_gather(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
     )
-    several = None if few_tokens else short_rows(spec, schedule, waits)
+    several = None if few_tokens else short_rows(spec, schedule, waits, route.schedule.variant == "stream")
     if several is not None:
         return _planned_route(spec, several, first_tokens, last_tokens, origin, stream)
     side_inputs = staged_inputs(route.stages)

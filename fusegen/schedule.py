@@ -1058,16 +1058,20 @@ STREAM_MAX_ROW_BYTES = 1024
 STREAM_MIN_ELEMS_PER_THREAD = 16
 
 
+def short_row_streams(row_bytes: int, elems_per_thread: int) -> bool:
+    """Whether variant "auto" streams a row of `row_bytes` held in `elems_per_thread` values a thread, where
+    its per-token side inputs are prefetched and the ring can take the row."""
+    return elems_per_thread >= STREAM_MIN_ELEMS_PER_THREAD and row_bytes <= STREAM_MAX_ROW_BYTES
+
+
 def _stream_by_default(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> str | None:
     """Why variant "auto" should stream this chain, or None where one row per block measured better."""
-    if schedule.elems_per_thread < STREAM_MIN_ELEMS_PER_THREAD:
+    row = spec.hidden * DTYPE_BYTES[spec.dtype]
+    if not short_row_streams(row, schedule.elems_per_thread):
         return None
     if not schedule.prefetch and any(t.per_token_row for t in side_inputs):
         return None  # the per-token side inputs would be read after the reductions: the stall the ring hides
-    row = spec.hidden * DTYPE_BYTES[spec.dtype]
-    if row <= STREAM_MAX_ROW_BYTES:
-        return f"a short row ({row} bytes ≤ {STREAM_MAX_ROW_BYTES}): one row per block leaves an SM too few bytes in flight"
-    return None
+    return f"a short row ({row} bytes ≤ {STREAM_MAX_ROW_BYTES}): one row per block leaves an SM too few bytes in flight"
 
 
 # A fragment block holds its row in registers from load to store, with a barrier or two between, so an
@@ -1604,32 +1608,43 @@ def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ..
 # position lost with two where a thread holds 16 values or more (fp16 cache RoPE 768 0.99 → 0.86, bf16
 # QK-norm → cache RoPE 1024 0.995 → 0.81, 512 0.96 → 0.88; perf/probe21) and won with two where it holds
 # fewer (bf16 cache RoPE 256 0.50 → 0.95, fp16 QK-norm 256 0.60 → 0.94, fp16 cache RoPE 384 0.69 → 0.93,
-# fp32 256 0.88 → 0.99), four a block 5–16 % under two: they take two, or one.
+# fp32 256 0.88 → 0.99), four a block 5–16 % under two: they take two, or one. Re-timed on the kernels of
+# session 38 (perf/probe79–80, 29 drawn gathering rows under 2 KB on one warp, at one, two and four rows a
+# block): at more than 16 values a thread one row still won (two a block lost 6–27 % on six of eight rows,
+# the other two within 1 %); where one row a block would stream — a row of at most 1 KB at 16 values a
+# thread — two won on 8 of 8, by 3–90 % (1.25 × geometric mean: fp16 512 rescale → cache RoPE → FP8 g8
+# column scales 0.30 → 0.56, fp16 add → RMSNorm → cache RoPE → FP8 0.52 → 0.78, bf16 cache RoPE → rescale
+# 512 0.81 → 0.97); a padded one-row fragment program of 16 values (288 columns in 512) went either way
+# (−24 … +93 %) and keeps one row. Held out (perf/probe81, 12 fresh 1 KB rows and the two the unit tests had
+# kept at one): 1.10 × geometric mean, nine 5–36 % faster (bf16 RMSNorm → cache RoPE → FP8 g256 column
+# scales 0.70 → 0.95), two even, three 8–10 % slower (bf16 QK-norm → cache RoPE 128 0.95 → 0.87, probe21's
+# row); rows under 0.90 × copy 12 → 8.
 SHORT_ROWS_BLOCK_BYTES = 2048
 GATHERED_SHORT_ROWS_BLOCK_M = 2
 
 
-def short_rows_block_m(row_bytes: int, gathers: bool, warp_elems: int) -> int:
-    """Rows a block for a row of `row_bytes` on one warp holding `warp_elems` values a thread: the most,
-    in a power of two up to MAX_BLOCK_M, that SHORT_ROWS_BLOCK_BYTES holds, and at least two; where the row
-    gathers, GATHERED_SHORT_ROWS_BLOCK_M below STREAM_MIN_ELEMS_PER_THREAD values a thread; else 1."""
+def short_rows_block_m(row_bytes: int, gathers: bool, warp_elems: int, one_row_streams: bool) -> int:
+    """Rows a block for a row of `row_bytes` on one warp holding `warp_elems` values a thread, whose one-row
+    program would stream where `one_row_streams`: the most, in a power of two up to MAX_BLOCK_M, that
+    SHORT_ROWS_BLOCK_BYTES holds, and at least two; where the row gathers, GATHERED_SHORT_ROWS_BLOCK_M below
+    STREAM_MIN_ELEMS_PER_THREAD values a thread or in place of the stream; else 1."""
     if row_bytes >= SHORT_ROWS_BLOCK_BYTES:
         return 1
     if gathers:
-        return GATHERED_SHORT_ROWS_BLOCK_M if warp_elems < STREAM_MIN_ELEMS_PER_THREAD else 1
+        return GATHERED_SHORT_ROWS_BLOCK_M if warp_elems < STREAM_MIN_ELEMS_PER_THREAD or one_row_streams else 1
     return min(MAX_BLOCK_M, max(2, 1 << (SHORT_ROWS_BLOCK_BYTES // row_bytes).bit_length() - 1))
 
 
-def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits) -> Schedule | None:
+def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_streams: bool) -> Schedule | None:
     """The fragment schedule of short_rows_block_m rows a block that block_m "auto" takes over `one_row`
-    (choose_schedule's one row a block, for the planner's route of many tokens); None where that is one
-    row or the hints pin the layout."""
+    (choose_schedule's one row a block, for the planner's route of many tokens, which variant "auto" makes
+    a stream where `one_row_streams`); None where that is one row or the hints pin the layout."""
     hints = spec.schedule
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
     # A narrow row shares a warp with others (narrow_row): its threads hold a few values however many rows
     # the block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
     narrow = narrow_row(spec)
-    block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread)
+    block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread, one_row_streams)
     if block_m == 1 or _row_layout_pinned(hints) or (not narrow and block_m * one_row.threads > SM_THREADS // 2):
         return None
     why = (

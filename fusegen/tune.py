@@ -37,6 +37,7 @@ from .schedule import (
     power_of_two,
     registers_allotted,
     row_splits,
+    short_row_streams,
     short_rows_block_m,
     thread_counts,
 )
@@ -117,7 +118,12 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     axes = {
         "threads": thread_counts(spec),
         "block_m": tuple(
-            sorted({*BLOCK_M_CHOICES, short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype], gathers=False, warp_elems=0)})
+            sorted(
+                {
+                    *BLOCK_M_CHOICES,
+                    short_rows_block_m(spec.hidden * DTYPE_BYTES[spec.dtype], gathers=False, warp_elems=0, one_row_streams=False),
+                }
+            )
         ),
         "prefetch": (True, False),
         # "auto": a stream schedule takes the joint reduction wherever the chain allows it (plan.py).
@@ -185,10 +191,14 @@ def rank_key(p: Plan) -> tuple:
     within 2 % in 96 % (powers of two first: 77 % and 91 %; docs/bench/tune/quick-check-s12.md)."""
     s = p.schedule
     elem_bytes = s.vector_bytes // s.vector_elems
+    warp_elems = s.padded_hidden // WARP_THREADS
     in_flight = (s.blocks_per_sm or 0) * ((s.ring_slots or 1) - 1) * s.padded_hidden * elem_bytes
     return (
         s.vector_bytes < 16,
-        s.block_m != short_rows_block_m(p.hidden * elem_bytes, gathered_inputs(p.stages) > 0, s.padded_hidden // WARP_THREADS),
+        s.block_m
+        != short_rows_block_m(
+            p.hidden * elem_bytes, gathered_inputs(p.stages) > 0, warp_elems, short_row_streams(p.hidden * elem_bytes, warp_elems)
+        ),
         not 24 <= s.elems_per_thread <= 64,
         s.variant == "stream" and (s.threads != 128 or abs(math.log2(max(in_flight, 1) / (32 * 1024))) > 1),
         s.variant == "fragment" and (s.blocks_per_sm or 1) > 2,

@@ -48,6 +48,11 @@ CASES = {
         [RMS, rope(64, source="cache", max_position=8192)],
         hidden=256,
     ),
+    "short_rows_gathered_kilobyte": case(
+        "a kilobyte row that gathers its cos/sin row, 16 values a thread: two rows a block from 1025 tokens, where one would stream",
+        [RMS, rope(64, source="cache", max_position=8192)],
+        hidden=512,
+    ),
     "short_rows_quant_padded": case(
         "a 1008-byte row padded to 512 columns, FP8 only: the planner's two rows a block from 1025 tokens",
         [RMS, quant()],
