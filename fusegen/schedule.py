@@ -97,6 +97,32 @@ def _row_layout_pinned(hints: ScheduleHints) -> bool:
     return hints.variant not in ("auto", "fragment") or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
 
 
+def _layout_refusals(spec: KernelSpec, context, vector: int, row_threads: int) -> list[str]:
+    """What the chain's ops say against a row layout of `vector`-element vectors on `row_threads` threads
+    (ops.Op.layout_refusal), each as "<op>: <why>"; empty where every op takes it."""
+    return [f"{op.kind}: {why}" for op in spec.op if (why := REGISTRY[op.kind].layout_refusal(op, context, vector, row_threads))]
+
+
+def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, row_threads: int, candidates: list) -> str:
+    """Why _row_schedule's row (or part) of `n` columns took narrower vectors than 16 bytes: a 16-byte vector
+    would straddle two rows, an op refuses them, or every layout offering them pads the row by more than
+    the share the ranking pays for them (candidates: _row_schedule's, (key, threads, vector, padded, values))."""
+    wide = 16 // DTYPE_BYTES[spec.dtype]
+    if n % wide:
+        return f"a 16-byte vector ({wide} columns) would straddle two rows: {n} is not a multiple of {wide}"
+    refusals = _layout_refusals(spec, context, wide, row_threads)
+    if refusals:
+        return f"16-byte vectors on {row_threads} threads: {'; '.join(refusals)}"
+    padded = [(padded, threads) for _, threads, vector, padded, _ in candidates if vector == wide]
+    if padded:
+        least, threads = min(padded)
+        return (
+            f"16-byte vectors would pad the row past an eighth more columns on every thread count tried "
+            f"(the least: {least} columns on {threads} threads)"
+        )
+    return f"16-byte vectors would hold more than {HARD_ELEMS_PER_THREAD} values a thread on every thread count tried"
+
+
 def _row_schedule(
     spec: KernelSpec,
     block_m: int,
@@ -134,7 +160,7 @@ def _row_schedule(
             per_thread = block_m * padded // threads
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
-            usable = n % vector == 0 and all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads // block_m) for op in spec.op)
+            usable = n % vector == 0 and not _layout_refusals(spec, context, vector, threads // block_m)
             if per_thread <= HARD_ELEMS_PER_THREAD and usable:
                 sharing = threads // block_m < WARP_THREADS
                 target = SHARED_WARP_ELEMS_PER_THREAD if sharing else TARGET_ELEMS_PER_THREAD
@@ -252,9 +278,7 @@ def _row_schedule(
                 "carry a row's reductions and barriers"
             )
     if vector * elem < 16:
-        reasons.append(
-            f"16-byte vectors would need hidden to be a multiple of {threads // block_m * 16 // elem}; {vector * elem}-byte vectors used"
-        )
+        reasons.append(f"{_why_not_16_byte_vectors(spec, context, n, threads // block_m, candidates)}; {vector * elem}-byte vectors used")
     return Schedule(
         variant="fragment",
         block_m=block_m,
@@ -944,8 +968,8 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
         if spec.hidden % tile or spec.hidden // tile < 2:
             continue
         refused = [f"{op.kind} {reason}" for op in spec.op if (reason := REGISTRY[op.kind].tile_rule(op, context, tile))]
-        if not refused and not all(REGISTRY[op.kind].accepts_layout(op, context, vector, threads) for op in spec.op):
-            refused = ["the row layout"]
+        if not refused:
+            refused = _layout_refusals(spec, context, vector, threads)
         if refused:
             refusals.append(f"tiles of {tile} columns: {'; '.join(refused)}")
             continue

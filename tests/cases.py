@@ -122,7 +122,7 @@ CASES = {
         schedule={"block_m": 4},
     ),
     "rope_dim_8_narrows_vectors": case(
-        "rope_dim 8 at 8-element vectors would sit in one thread: the span loops hold it on 8-byte vectors (rope.accepts_layout)",
+        "rope_dim 8 at 8-element vectors would sit in one thread: the span loops hold it on 8-byte vectors (rope.layout_refusal)",
         [RMS, rope(8)],
         hidden=4096,
     ),

@@ -987,3 +987,32 @@ def test_a_pinned_stream_serves_every_count():
     spec = KernelSpec.model_validate({"name": "k", "dtype": "float16", "hidden": 512, "op": [RMS], "schedule": {"variant": "stream"}})
     (route,) = plan(spec, "k.toml").routes
     assert route.schedule.variant == "stream"
+
+
+@pytest.mark.parametrize(
+    ("ops", "dtype", "hidden", "said"),
+    [
+        pytest.param(
+            [RMS], "float16", 1001, "a 16-byte vector (8 columns) would straddle two rows: 1001 is not a multiple of 8", id="straddle"
+        ),
+        pytest.param(
+            [RMS, rope(8, span="tail", style="gptj")],
+            "bfloat16",
+            1024,
+            "16-byte vectors on 32 threads: rope: its span [1016, 1024) turns in loops over it alone on 8-byte vectors",
+            id="an op refuses",
+        ),
+        pytest.param(
+            [RMS],
+            "bfloat16",
+            2688,
+            "16-byte vectors would pad the row past an eighth more columns on every thread count tried",
+            id="padding",
+        ),
+    ],
+)
+def test_plan_says_why_a_row_took_vectors_under_16_bytes(ops, dtype, hidden, said):
+    """The reason names the cause (hidden 1024 was once told it needed to be a multiple of 256)."""
+    s = planned(ops, dtype, hidden)
+    assert s.vector_bytes < 16
+    assert any(reason.startswith(said) for reason in s.reasons), s.reasons

@@ -225,7 +225,7 @@ def test_a_short_span_leaves_the_row_its_vectors(dtype, hidden, rope, why):
     ],
 )
 def test_a_span_the_loops_hold_on_8_byte_vectors_keeps_them(dtype, hidden, rope):
-    """rope.accepts_layout: 16-byte vectors whose span would need its tiles lost to 8-byte ones on which
+    """rope.layout_refusal: 16-byte vectors whose span would need its tiles lost to 8-byte ones on which
     loops over the span alone hold it (perf/probe55: bf16 3200 LayerNorm → cache RoPE 8 0.75 → 0.54 × copy)."""
     ops = [{"kind": "layernorm"}, {"kind": "rope", **rope}]
     spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops})

@@ -289,9 +289,10 @@ class Op(ABC, Generic[S]):
         emit_statistics): where it needs none, its fragment on the tile's columns."""
         return self.emit_kernel(stage, frame)
 
-    def accepts_layout(self, op: S, ctx: ChainContext, vector: int, threads: int) -> bool:
-        """Whether the op's fragment works on this row layout (`threads`: those of one block row)."""
-        return True
+    def layout_refusal(self, op: S, ctx: ChainContext, vector: int, threads: int) -> str | None:
+        """Why the op's fragment does not take this row layout (`threads`: those of one block row, `vector`
+        elements a vector), for plan.json's reasons; None where it does."""
+        return None
 
     def crowds_few_warps(self, stage: Stage) -> bool:
         """Whether this stage, planned on a row layout of many values a thread, runs slower there than

@@ -266,17 +266,22 @@ def _row_span_start(op: RopeSpec, ctx: ChainContext) -> int:
 SPAN_LOOPS_ENOUGH_VECTOR_BYTES = 8
 
 
-def accepts_layout(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> bool:
+def layout_refusal(op: RopeSpec, ctx: ChainContext, vector: int, threads: int) -> str | None:
     """Every row layout turns the span (rope_loop: in its row tiles where loops over it alone do not fit),
     except wider vectors than SPAN_LOOPS_ENOUGH_VECTOR_BYTES for a row's one span that loops over it alone
     hold on vectors of that width and not on the wider ones: it would turn in its tiles there, which ran
     slower than the narrower vectors."""
     elem = DTYPE_BYTES[ctx.dtype]
     if ctx.head_dim or vector * elem <= SPAN_LOOPS_ENOUGH_VECTOR_BYTES:
-        return True
+        return None
     start = _row_span_start(op, ctx)
     enough = SPAN_LOOPS_ENOUGH_VECTOR_BYTES // elem
-    return span_loops_fit(op.rope_dim, start, threads, vector) or not span_loops_fit(op.rope_dim, start, threads, enough)
+    if span_loops_fit(op.rope_dim, start, threads, vector) or not span_loops_fit(op.rope_dim, start, threads, enough):
+        return None
+    return (
+        f"its span [{start}, {start + op.rope_dim}) turns in loops over it alone on {SPAN_LOOPS_ENOUGH_VECTOR_BYTES}-byte vectors, "
+        f"and would turn in the row's tiles on {vector * elem}-byte ones, which ran slower (perf/probe55)"
+    )
 
 
 # The row tiles holding the span of a "tiles" loop (rope_loop), which a program factory derives from its
@@ -632,7 +637,7 @@ class Rope(Op[RopeSpec]):
     transforms_row = True
     linear = True
     derived_extents = SPAN_TILES
-    accepts_layout = staticmethod(accepts_layout)
+    layout_refusal = staticmethod(layout_refusal)
     readme_keys = (
         "`rope_dim` (even, ≤ hidden; with the top-level `head_dim` ≤ head_dim: the span lies in every head, each head turned by "
         "its token's angles), `span` = `tail` (last rope_dim columns) \\| `head`, `style` = `neox` (pair p, p + d/2) "
