@@ -32,12 +32,15 @@ ROWS = {
 }
 
 
-def main(out: Path) -> None:
+def build_quick_candidates(out: Path, rows: dict[str, Path]) -> None:
+    """Each spec of `rows` (the name it takes → its file), its token count dynamic, under quick tune's
+    candidates (NAME_c0 the planner's own), built untuned into out/time/kernels, the c0 builds also into
+    out/check/kernels."""
     specs = out / "specs"
     specs.mkdir(parents=True)
     probe73 = probe_script("probe73")
-    for name, path in ROWS.items():
-        base = dict(tomllib.loads(path.read_text()), name=name.replace("3701", "78").replace("7701", "78"))
+    for name, path in rows.items():
+        base = dict(tomllib.loads(path.read_text()), name=name)
         base.pop("tokens", None)
         for spec in probe73.pinned(base):
             (specs / f"{spec['name']}.toml").write_text(dump(spec))
@@ -45,4 +48,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    build_quick_candidates(Path(sys.argv[1]), {name.replace("3701", "78").replace("7701", "78"): path for name, path in ROWS.items()})
