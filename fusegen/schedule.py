@@ -103,13 +103,14 @@ def _layout_refusals(spec: KernelSpec, context, vector: int, row_threads: int) -
     return [f"{op.kind}: {why}" for op in spec.op if (why := REGISTRY[op.kind].layout_refusal(op, context, vector, row_threads))]
 
 
-def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, row_threads: int, candidates: list) -> str:
-    """Why _row_schedule's row (or part) of `n` columns took narrower vectors than 16 bytes: a 16-byte vector
-    would straddle two rows, an op refuses them, or every layout offering them pads the row by more than
-    the share the ranking pays for them (candidates: _row_schedule's, (key, threads, vector, padded, values))."""
+def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, unit: str, row_threads: int, candidates: list) -> str:
+    """Why _row_schedule's `unit` (a row, or a part of a split row) of `n` columns took narrower vectors than
+    16 bytes: a 16-byte vector would straddle two of them, an op refuses them, or every layout offering them
+    pads the row by more than the share the ranking pays for them (candidates: _row_schedule's, (key,
+    threads, vector, padded, values))."""
     wide = 16 // DTYPE_BYTES[spec.dtype]
     if n % wide:
-        return f"a 16-byte vector ({wide} columns) would straddle two rows: {n} is not a multiple of {wide}"
+        return f"a 16-byte vector ({wide} columns) would straddle two {unit}s: {n} is not a multiple of {wide}"
     refusals = _layout_refusals(spec, context, wide, row_threads)
     if refusals:
         return f"16-byte vectors on {row_threads} threads: {'; '.join(refusals)}"
@@ -117,7 +118,7 @@ def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, row_threads: int
     if padded:
         least, threads = min(padded)
         return (
-            f"16-byte vectors would pad the row past an eighth more columns on every thread count tried "
+            f"16-byte vectors would pad the {unit} past an eighth more columns on every thread count tried "
             f"(the least: {least} columns on {threads} threads)"
         )
     return f"16-byte vectors would hold more than {HARD_ELEMS_PER_THREAD} values a thread on every thread count tried"
@@ -278,7 +279,8 @@ def _row_schedule(
                 "carry a row's reductions and barriers"
             )
     if vector * elem < 16:
-        reasons.append(f"{_why_not_16_byte_vectors(spec, context, n, threads // block_m, candidates)}; {vector * elem}-byte vectors used")
+        narrower = _why_not_16_byte_vectors(spec, context, n, "part" if row_split > 1 else "row", threads // block_m, candidates)
+        reasons.append(f"{narrower}; {vector * elem}-byte vectors used")
     return Schedule(
         variant="fragment",
         block_m=block_m,
