@@ -21,21 +21,12 @@ sys.path.insert(0, str(ROOT / "perf" / "proto"))
 from probe_scripts import probe_script  # noqa: E402  (a sibling script)
 from test_injection import dump  # noqa: E402
 
-from fusegen.errors import ChainError, SpecError  # noqa: E402
-from fusegen.plan import plan  # noqa: E402
-from fusegen.spec import parse_spec  # noqa: E402
+planned = probe_script("probe80").planned  # the spec's many-token schedule, or None where the planner refuses it
 
 SEED, DRAWN = 8301, 16
 WIDTHS = (2304, 2880, 3072, 3584, 4096, 5120, 5376, 6144, 7168, 8192)
 MOST_VALUES = 56
 WARP = 32
-
-
-def planned(spec: dict):
-    try:
-        return plan(parse_spec(dump(spec), spec["name"]), spec["name"]).routes[-1].schedule
-    except (ChainError, SpecError):
-        return None
 
 
 def layernorm_to_fp8(spec: dict) -> bool:
