@@ -23,6 +23,7 @@ import random
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -97,20 +98,43 @@ def check_package(directory: Path) -> tuple[str, list[str]]:
     return directory.name, failures
 
 
-def check(directories: list[Path], jobs: int) -> int:
-    packages = sorted(p for d in directories for p in (d / "kernels").iterdir() if (p / "plan.json").is_file())
-    failed = 0
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(check_package, p): p.name for p in packages}
+def check_in_pool(packages: list[Path], jobs: int) -> tuple[int, list[Path]]:
+    """Checks `packages` in a pool of `jobs` processes, printing a line each; returns how many failed and the
+    packages a dead worker left unchecked (one process that dies — a crash in native code — breaks the
+    whole pool, and every package still pending with it)."""
+    failed, broken = 0, []
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(check_package, p): p for p in packages}
         for future in as_completed(futures):
             try:
                 name, failures = future.result()
+            except BrokenProcessPool:
+                broken.append(futures[future])
+                continue
             except Exception as exc:  # a package that does not import or compile is a finding too
-                # (a worker that dies breaks the pool: every package still pending is named here with it)
-                name, failures = futures[future], [f"{type(exc).__name__}: {str(exc)[:600]}"]
+                name, failures = futures[future].name, [f"{type(exc).__name__}: {str(exc)[:600]}"]
             failed += bool(failures)
             print(f"{name}: " + ("ok" if not failures else "FAIL\n    " + "\n    ".join(failures)), flush=True)
+    return failed, sorted(broken)
+
+
+def check(directories: list[Path], jobs: int) -> int:
+    packages = sorted(p for d in directories for p in (d / "kernels").iterdir() if (p / "plan.json").is_file())
+    failed, broken = check_in_pool(packages, jobs)
+    # What a dead worker left is checked again in a fresh pool while that makes progress, then one package a
+    # pool, so that a crash is pinned on the package that causes it and costs no other package its check.
+    while broken:
+        alone = len(broken) == 1 or jobs == 1
+        more, still = check_in_pool(broken, 1 if alone else jobs)
+        failed += more
+        if alone or len(still) == len(broken):
+            for package in still:
+                more, crashed = check_in_pool([package], 1)
+                failed += more + len(crashed)
+                for dead in crashed:
+                    print(f"{dead.name}: FAIL\n    its process died (checked alone)", flush=True)
+            break
+        broken = still
     print(f"{len(packages)} specs checked, {failed} failed", flush=True)
     return 1 if failed else 0
 
