@@ -123,18 +123,17 @@ def check(directories: list[Path], jobs: int) -> int:
     failed, broken = check_in_pool(packages, jobs)
     # What a dead worker left is checked again in a fresh pool while that makes progress, then one package a
     # pool, so that a crash is pinned on the package that causes it and costs no other package its check.
-    while broken:
-        alone = len(broken) == 1 or jobs == 1
-        more, still = check_in_pool(broken, 1 if alone else jobs)
+    while len(broken) > 1:
+        more, still = check_in_pool(broken, jobs)
         failed += more
-        if alone or len(still) == len(broken):
-            for package in still:
-                more, crashed = check_in_pool([package], 1)
-                failed += more + len(crashed)
-                for dead in crashed:
-                    print(f"{dead.name}: FAIL\n    its process died (checked alone)", flush=True)
+        if len(still) == len(broken):
             break
         broken = still
+    for package in broken:
+        more, crashed = check_in_pool([package], 1)
+        failed += more + len(crashed)
+        for dead in crashed:
+            print(f"{dead.name}: FAIL\n    its process died (checked alone)", flush=True)
     print(f"{len(packages)} specs checked, {failed} failed", flush=True)
     return 1 if failed else 0
 
