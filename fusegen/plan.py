@@ -30,7 +30,6 @@ from .model import (
     staged_buffer,
 )
 from .ops import REGISTRY
-from .ops.norm import sums_head_slices
 from .schedule import (
     FEW_TOKENS,
     STREAM_MIN_TOKENS,
@@ -286,8 +285,8 @@ def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, .
     if layout.rows_share_warps:
         round_trips = [k for k, s in enumerate(stages) if any(b.barrier for b in s.scratch)]
         return bool(readers) and (not round_trips or min(readers) < min(round_trips))
-    # A reduction across warps, or a per-head statistic's slices meeting in shared memory: a barrier either way.
-    crossing = [k for k, s in enumerate(stages) if any(r.partials for r in s.reductions) or sums_head_slices(s)]
+    # A reduction across warps, or values meeting in shared memory otherwise: a barrier either way.
+    crossing = [k for k, s in enumerate(stages) if any(r.partials for r in s.reductions) or REGISTRY[s.kind].meets_in_shared_memory(s)]
     if schedule.joint_reduction:
         span = joint_span(stages)
         crossing = [k for k in crossing if k not in span] + [span[1]]

@@ -294,6 +294,11 @@ class Op(ABC, Generic[S]):
         elements a vector), for plan.json's reasons; None where it does."""
         return None
 
+    def meets_in_shared_memory(self, stage: Stage) -> bool:
+        """Whether the stage's threads exchange values through shared memory behind a barrier besides its
+        reductions' partials (the planner orders staged side inputs' reads by the row's first barrier)."""
+        return False
+
     def crowds_few_warps(self, stage: Stage) -> bool:
         """Whether this stage, planned on a row layout of many values a thread, runs slower there than
         on the planner's wider blocks (schedule.gathering_row asks before it moves a row to four warps)."""

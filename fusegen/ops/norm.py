@@ -393,6 +393,10 @@ class NormOp(Op[S]):
         # A per-head reduction reshapes the padded row into whole heads.
         return op.over == "head"
 
+    def meets_in_shared_memory(self, stage) -> bool:
+        # A per-head statistic summed in slices: the slices' sums meet in shared memory.
+        return sums_head_slices(stage)
+
     def needs_whole_row(self, op, ctx) -> str | None:
         """Statistics over the row or a column range of it need those columns in one block; a head's columns
         lie in one part of a split row."""
