@@ -146,8 +146,8 @@ def _quiet(message: str) -> None:
 def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], None] = _quiet, verbose: bool = False) -> list[BuiltKernel]:
     """Writes every kernel's files under `staging` and compiles them there for sm_90a, telling `notify`
     as each kernel's compilation finishes (TileLang's own log only when `verbose`); where ptxas's registers
-    keep one of the planner's fragment programs in few warps an SM, the kernel is written again under the
-    most blocks ptxas meets without a spill (_ptxas_bounds)."""
+    keep one of the planner's fragment programs in few warps an SM, or ptxas spilled one under the planner's
+    bound, the kernel is written again under the most blocks ptxas meets without a spill (_ptxas_bounds)."""
     built = [_written(p, staging) for p in plans]
     done = 0
 
@@ -194,11 +194,11 @@ def _bounded(p: Plan, bounds: tuple[CompiledBound, ...]) -> Plan:
 def _ptxas_bounds(
     plans: list[Plan], programs: list[list[tuple[str, Resources | None]]], trials: Path, jobs: int, verbose: bool
 ) -> dict[int, tuple[CompiledBound, ...]]:
-    """By kernel index, the launch bounds ptxas meets without a spill for the planner's fragment programs
-    that its registers keep in few warps an SM (schedule.ptxas_bound_trials): each such route compiled under
-    each bound it may take, the most blocks whose program did not spill kept. Kernels with a tuned route
-    keep what was measured."""
-    wanted: dict[int, list[tuple[Route, int, tuple[int, ...]]]] = {}
+    """By kernel index, the launch bounds ptxas meets without a spill for the planner's programs that its
+    registers keep in few warps an SM, or that spilled under the planner's bound (schedule.ptxas_bound_trials):
+    each such route compiled under each bound it may take, the most blocks whose program did not spill kept.
+    Kernels with a tuned route keep what was measured."""
+    wanted: dict[int, list[tuple[Route, Resources, tuple[int, ...]]]] = {}
     for index, (p, compiled) in enumerate(zip(plans, programs)):
         if any(route.origin != PLANNER_ORIGIN for route in p.routes):
             continue
@@ -206,8 +206,8 @@ def _ptxas_bounds(
         for number, served in enumerate(p.programs):
             resources = compiled[number][1]
             for route in served if resources else ():
-                if counts := ptxas_bound_trials(spec, route.schedule, resources.registers):
-                    wanted.setdefault(index, []).append((route, resources.registers, counts))
+                if counts := ptxas_bound_trials(spec, route.schedule, resources.registers, resources.stack_bytes):
+                    wanted.setdefault(index, []).append((route, resources, counts))
     attempts = []  # (kernel index, the attempt's plan)
     for index, routes in wanted.items():
         p = plans[index]
@@ -226,15 +226,16 @@ def _ptxas_bounds(
     )
     found: dict[int, dict[int, CompiledBound]] = {}
     for (index, attempt), compiled in zip(attempts, compiled_attempts):
-        planned = {route.first_tokens: registers for route, registers, _ in wanted[index]}
+        planned = {route.first_tokens: resources for route, resources, _ in wanted[index]}
         for number, served in enumerate(attempt.programs):
             resources = compiled[number][1] if compiled else None
             for route in served:
                 blocks = route.schedule.blocks_per_sm
                 best = found.setdefault(index, {}).get(route.first_tokens)
                 if route.first_tokens in planned and resources and resources.stack_bytes == 0 and (best is None or blocks > best.blocks):
+                    as_planned = planned[route.first_tokens]
                     found[index][route.first_tokens] = CompiledBound(
-                        route.first_tokens, blocks, resources.registers, planned[route.first_tokens]
+                        route.first_tokens, blocks, resources.registers, as_planned.registers, as_planned.stack_bytes
                     )
     shutil.rmtree(trials, ignore_errors=True)
     return {index: tuple(bounds.values()) for index, bounds in found.items() if bounds}

@@ -393,12 +393,14 @@ PLANNER_ORIGIN = "planner rules (no tuning entry for this kernel)"
 class CompiledBound:
     """A launch bound `fusegen build` found for the planner's route starting at `first_tokens` by compiling it
     (build.stage, schedule.ptxas_bound_trials): `blocks` per SM, met by ptxas without a spill at `registers`
-    a thread, where under the planner's own bound it gave `planned_registers`."""
+    a thread, where under the planner's own bound it gave `planned_registers` and a stack frame of
+    `planned_stack_bytes` (a spill)."""
 
     first_tokens: int
     blocks: int
     registers: int
     planned_registers: int
+    planned_stack_bytes: int = 0
 
 
 def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
@@ -406,11 +408,17 @@ def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
     if bound is None:
         return route
     s = route.schedule
-    why = (
-        f"raised to {bound.blocks} blocks per SM by compiling it: as planned, ptxas gave a thread {bound.planned_registers} "
-        f"registers, which keep {max(s.blocks_per_sm or 1, resident_blocks(bound.planned_registers, s.threads))} block(s) an SM; "
-        f"under a launch bound of {bound.blocks} it gave {bound.registers} without a spill (schedule.ptxas_bound_trials)"
-    )
+    met = f"under a launch bound of {bound.blocks} it gave {bound.registers} without a spill (schedule.ptxas_bound_trials)"
+    if bound.blocks < (s.blocks_per_sm or 1):
+        why = (
+            f"lowered to {bound.blocks} block(s) per SM by compiling it: under the planner's bound of {s.blocks_per_sm} ptxas spilled "
+            f"{bound.planned_stack_bytes} bytes a thread at {bound.planned_registers} registers; {met}"
+        )
+    else:
+        why = (
+            f"raised to {bound.blocks} blocks per SM by compiling it: as planned, ptxas gave a thread {bound.planned_registers} "
+            f"registers, which keep {max(s.blocks_per_sm or 1, resident_blocks(bound.planned_registers, s.threads))} block(s) an SM; {met}"
+        )
     return replace(route, schedule=replace(s, blocks_per_sm=bound.blocks, reasons=s.reasons + (why,)))
 
 

@@ -1329,14 +1329,29 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # probe74's 13 such rows 1.072 ×. Where the tighter bound spilled, probe73's gains shrank or turned, so a bound
 # that spills is never kept. Programs tuned, hinted, split or holding several rows a block keep what they have.
 PTXAS_BOUND_EXTRA_BLOCKS = 3
+# The other way: the planner's own bound (its register estimate's, or a rule's) that ptxas meets only by
+# spilling. Timed on the H200 (perf/probe84, 16384 tokens: seven fragment programs the planner bounded at two
+# blocks an SM that ptxas spilled, each against the same code under one block fewer): where ptxas spilled
+# 48–96 bytes a thread the bound of one block fewer won on all three, by 9–13 % (fp32 RMSNorm → FP8 g8 with
+# column scales 5120 on 4 rows × 128 threads 0.68 → 0.74 × copy, fp32 add → LayerNorm → RoPE → FP8 4096 0.83 →
+# 0.93, fp16 RoPE → FP8 18432 on 576 threads 0.66 → 0.74); where it spilled 8–24 bytes (a few indices, reloaded
+# once) the spilling bound won three of four, by up to 46 % — the blocks it keeps outweigh them. So `fusegen
+# build` compiles a planner's fragment or reread program that spilled at least this many bytes under each
+# lower bound and keeps the most blocks ptxas meets without a spill.
+PTXAS_SPILL_RELAX_BYTES = 32
 
 
-def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int) -> tuple[int, ...]:
-    """The launch bounds (blocks per SM) `fusegen build` compiles a fragment program of one row a block
-    under, where ptxas gave it `registers` a thread under its own bound and that keeps it in fewer than
-    FULL_SM_WARPS warps an SM: one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it holds, within the SM's
-    limits. Empty where the rule leaves the program as planned."""
-    if spec.schedule.blocks_per_sm != "auto" or schedule.variant != "fragment" or schedule.block_m > 1 or schedule.row_split > 1:
+def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int, stack_bytes: int = 0) -> tuple[int, ...]:
+    """The launch bounds (blocks per SM) `fusegen build` compiles a planner's program under, where ptxas gave
+    it `registers` a thread and a `stack_bytes` frame under its own bound: a fragment or reread program that
+    spilled PTXAS_SPILL_RELAX_BYTES or more, under each fewer block; a fragment program of one row a block
+    that keeps fewer than FULL_SM_WARPS warps an SM, under one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it
+    holds, within the SM's limits. Empty where the rules leave the program as planned."""
+    if spec.schedule.blocks_per_sm != "auto" or schedule.row_split > 1:
+        return ()
+    if stack_bytes >= PTXAS_SPILL_RELAX_BYTES and schedule.variant in ("fragment", "reread"):
+        return tuple(range((schedule.blocks_per_sm or 1) - 1, 0, -1))
+    if schedule.variant != "fragment" or schedule.block_m > 1:
         return ()
     held = max(schedule.blocks_per_sm or 1, resident_blocks(registers, schedule.threads))
     if held * schedule.threads // WARP_THREADS >= FULL_SM_WARPS:

@@ -1,6 +1,7 @@
 """Launch bounds from ptxas's registers (schedule.ptxas_bound_trials, build.stage): where the planner's
 fragment program keeps few warps an SM by ptxas's own count, `fusegen build` compiles it under more blocks
-and keeps the most that ptxas met without a spill."""
+and keeps the most that ptxas met without a spill; where ptxas spilled a planner's program under its bound,
+under fewer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ import fusegen
 from fusegen import build, checking, testing
 from fusegen.compile import Resources
 from fusegen.plan import CompiledBound, plan
-from fusegen.schedule import ptxas_bound_trials, registers_allotted
+from fusegen.schedule import PTXAS_SPILL_RELAX_BYTES, ptxas_bound_trials, registers_allotted
 from fusegen.spec import KernelSpec
 from fusegen.tuning import TunedRoute
 
@@ -35,6 +37,22 @@ LAYERNORM_ROPE_FP8 = {
         {"kind": "quant_fp8", "group_size": 32},
     ],
     "outputs": {"mean": True, "y": True},
+}
+
+
+# perf/probe84's spill84_3901_051: the planner bounds its 576-thread program of many tokens at two blocks an
+# SM (56 registers), where ptxas spilled 96 bytes a thread; under one block it gave 80 without a spill, and ran
+# 0.66 → 0.74 × copy.
+ROPE_FP8_SPILLED = {
+    "name": "rope_fp8_f16_18432",
+    "dtype": "float16",
+    "hidden": 18432,
+    "head_dim": 96,
+    "op": [
+        {"kind": "rope", "rope_dim": 32, "span": "tail"},
+        {"kind": "quant_fp8", "group_size": 64, "fp8": "e5m2", "scale": "fp32"},
+    ],
+    "outputs": {"y": True},
 }
 
 
@@ -57,15 +75,32 @@ def test_trials_add_up_to_three_blocks_where_ptxas_keeps_few_warps():
     assert ptxas_bound_trials(spec, streamed, 115) == ()
 
 
+def test_trials_lower_a_bound_that_ptxas_met_by_spilling_many_bytes():
+    p = planned(ROPE_FP8_SPILLED)
+    spec = KernelSpec.model_validate(ROPE_FP8_SPILLED)
+    many = p.routes[-1].schedule
+    assert (many.variant, many.threads, many.blocks_per_sm) == ("fragment", 576, 2)
+    assert ptxas_bound_trials(spec, many, 56, PTXAS_SPILL_RELAX_BYTES) == (1,)
+    # A few spilled words (reloaded once) cost less than the block the bound keeps (perf/probe84).
+    assert ptxas_bound_trials(spec, many, 56, PTXAS_SPILL_RELAX_BYTES - 8) == ()
+    rereading = planned(ROPE_FP8_SPILLED, variant="reread", blocks_per_sm="auto").routes[-1].schedule
+    assert ptxas_bound_trials(spec, replace(rereading, blocks_per_sm=4), 40, 40) == (3, 2, 1)
+    hinted = KernelSpec.model_validate({**ROPE_FP8_SPILLED, "schedule": {"blocks_per_sm": 2}})
+    assert ptxas_bound_trials(hinted, many, 56, 96) == ()
+    assert ptxas_bound_trials(spec, replace(many, blocks_per_sm=1), 255, 96) == ()  # no bound to lower
+
+
 def fake_compiles(monkeypatch, resources_by_blocks: dict[int, Resources]):
-    """Trial compiles answered from a table (blocks per SM → what ptxas gave), without TileLang."""
+    """Trial compiles answered from a table (blocks per SM → what ptxas gave each program), without TileLang;
+    a program of one block an SM has no bound to annotate."""
 
     def compile_all(paths, jobs, verbose, compiled, tolerant=False):
         answers = []
         for path in paths:
             text = open(path).read()
-            blocks = next((b for b in resources_by_blocks if f"T.annotate_min_blocks_per_sm({b})" in text), None)
-            answers.append([("source", resources_by_blocks[blocks])] if blocks in resources_by_blocks else [])
+            blocks = next((b for b in resources_by_blocks if f"T.annotate_min_blocks_per_sm({b})" in text), 1)
+            programs = text.count("@T.prim_func")
+            answers.append([("source", resources_by_blocks[blocks])] * programs if blocks in resources_by_blocks else [])
         return answers
 
     monkeypatch.setattr(build, "_compile_all", compile_all)
@@ -81,6 +116,20 @@ def test_the_most_blocks_without_a_spill_are_kept(monkeypatch, tmp_path):
     assert build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False)[0][0].blocks == 5
     fake_compiles(monkeypatch, {3: Resources(80, 8), 4: Resources(64, 72)})
     assert build._ptxas_bounds([p], [[("source", Resources(115, 0))]], tmp_path / "trials", 1, False) == {}
+
+
+def test_the_most_blocks_under_the_spilling_bound_without_a_spill_are_kept(monkeypatch, tmp_path):
+    p = planned(ROPE_FP8_SPILLED)
+    few, many = p.programs
+    fake_compiles(monkeypatch, {1: Resources(80, 0)})
+    planned_resources = [[("source", Resources(64, 0)), ("source", Resources(56, 96))]]
+    found = build._ptxas_bounds([p], planned_resources, tmp_path / "trials", 1, False)
+    assert found == {0: (CompiledBound(many[0].first_tokens, 1, 80, 56, 96),)}
+    why = build._bounded(p, found[0]).routes[-1].schedule.reasons[-1]
+    assert why.startswith("lowered to 1 block(s) per SM by compiling it: under the planner's bound of 2 ptxas spilled 96 bytes")
+    # Spilled under every lower bound too: the planner's bound stays.
+    fake_compiles(monkeypatch, {1: Resources(80, 16)})
+    assert build._ptxas_bounds([p], planned_resources, tmp_path / "trials", 1, False) == {}
 
 
 def test_tuned_kernels_keep_what_was_measured(monkeypatch, tmp_path):
@@ -109,13 +158,29 @@ def test_the_build_bounds_by_ptxas_and_says_why(tmp_path):
 
 @testing.requires_gpu
 @pytest.mark.parametrize("tokens", [1, 37, 4096, 16384])
-def test_a_kernel_bounded_by_ptxas_matches_its_reference(tokens, tmp_path):
+@pytest.mark.parametrize(("spec", "bounded"), [(LAYERNORM_ROPE_FP8, "raised to"), (ROPE_FP8_SPILLED, "lowered to")])
+def test_a_kernel_bounded_by_ptxas_matches_its_reference(spec, bounded, tokens, tmp_path):
     """The bounded kernel as built (the same code as the planner's, under another launch bound), with fresh
     inputs and poisoned outputs, on every route."""
-    module = checking.build_staged(KernelSpec.model_validate(LAYERNORM_ROPE_FP8), tmp_path)
+    module = checking.build_staged(KernelSpec.model_validate(spec), tmp_path)
     routes = json.loads((Path(module.__file__).parent / "plan.json").read_text())["routes"]
-    assert routes[-1]["schedule"]["reasons"][-1].startswith("raised to")
+    assert routes[-1]["schedule"]["reasons"][-1].startswith(bounded)
     checking.run_and_compare(module, tokens)
+
+
+def test_the_build_lowers_a_bound_ptxas_spilled_under_and_says_why(tmp_path):
+    """The real compile: the planner's two blocks of 576 threads, which ptxas met by spilling, become one
+    block without a spill; the program of few tokens keeps its own."""
+    logging.getLogger("tilelang").setLevel(logging.WARNING)
+    p = planned(ROPE_FP8_SPILLED)
+    (built,) = build.stage([p], tmp_path, jobs=1)
+    many = built.plan.routes[-1].schedule
+    assert (many.threads, many.blocks_per_sm) == (576, 1)
+    assert many.reasons[-1].startswith("lowered to 1 block(s) per SM by compiling it")
+    assert built.plan.routes[0].schedule == p.routes[0].schedule
+    assert all(r is not None and r.stack_bytes == 0 for r in built.resources), built.resources
+    assert built.plan.identity == p.identity
+    assert all(check.ok for check in built.checks), [c for c in built.checks if not c.ok]
 
 
 def test_tune_times_the_planners_program_as_the_build_bounds_it(tmp_path):

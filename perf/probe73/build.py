@@ -91,7 +91,7 @@ def build_checked(specs: Path, out: Path, checked) -> None:
     build(ROOT, specs.resolve(), timed.resolve())
     into = out / "check" / "kernels"
     into.mkdir(parents=True)
-    for package in sorted(timed.iterdir()):
+    for package in sorted(p for p in timed.iterdir() if (p / "plan.json").is_file()):
         if checked(package.name):
             shutil.copytree(package, into / package.name)
 
