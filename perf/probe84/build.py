@@ -80,7 +80,9 @@ def main(out: Path) -> None:
         schedule = planned_route(base).schedule
         pinned.append((base, "h", {"block_m": schedule.block_m // 2, "threads": schedule.threads // 2}))
     sectors = {base["name"]: base for base, suffix, _ in pinned if suffix == "h"}
-    drawn_spilled = [dict(tomllib.loads((DRAW / f"{name}.toml").read_text()), name=name.replace("hunt", "spill84")) for name in SPILLED_DRAWN]
+    drawn_spilled = [
+        dict(tomllib.loads((DRAW / f"{name}.toml").read_text()), name=name.replace("hunt", "spill84")) for name in SPILLED_DRAWN
+    ]
     for base in [sectors[name] for name in SPILLED] + drawn_spilled:
         schedule = planned_route(base).schedule
         relaxed = {
