@@ -1333,11 +1333,14 @@ PTXAS_BOUND_EXTRA_BLOCKS = 3
 # spilling. Timed on the H200 (perf/probe84, 16384 tokens: seven fragment programs the planner bounded at two
 # blocks an SM that ptxas spilled, each against the same code under one block fewer): where ptxas spilled
 # 48–96 bytes a thread the bound of one block fewer won on all three, by 9–13 % (fp32 RMSNorm → FP8 g8 with
-# column scales 5120 on 4 rows × 128 threads 0.68 → 0.74 × copy, fp32 add → LayerNorm → RoPE → FP8 4096 0.83 →
-# 0.93, fp16 RoPE → FP8 18432 on 576 threads 0.66 → 0.74); where it spilled 8–24 bytes (a few indices, reloaded
-# once) the spilling bound won three of four, by up to 46 % — the blocks it keeps outweigh them. So `fusegen
-# build` compiles a planner's fragment or reread program that spilled at least this many bytes under each
-# lower bound and keeps the most blocks ptxas meets without a spill.
+# column scales 5120 on 4 rows × 128 threads 0.68 → 0.74 × copy, fp32 add → LayerNorm → cache RoPE → FP8 4096
+# 0.83 → 0.93, fp16 RoPE → FP8 18432 on 576 threads 0.66 → 0.74); where it spilled 8–24 bytes (a few words,
+# reloaded once) the spilling bound won three of four, by up to 46 % — the blocks it keeps outweigh them. So
+# `fusegen build` compiles a planner's fragment or reread program that spilled at least this many bytes under
+# each lower bound and keeps the most blocks ptxas meets without a spill. Held out (perf/probe85: 13 fresh
+# programs the rule lowers, of 120 drawn with bounds of two blocks or more): 1.16 × geometric mean, 11 faster
+# (fp32 RMSNorm → RoPE 24576 0.37 → 0.94, fp16 add → LayerNorm → FP8 24576 0.81 → 0.97), two slower by 3 and 5 %
+# at 32 and 40 bytes spilled.
 PTXAS_SPILL_RELAX_BYTES = 32
 
 
