@@ -22,6 +22,7 @@ import pytest
 import fusegen.build as build_module
 from fusegen import cli
 from fusegen.build import JOURNAL, LOCK, STAGING_PREFIX, CompileFailure
+from fusegen.schedule import PTXAS_SPILL_RELAX_BYTES
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_NAMES = sorted(p.stem for p in (REPO / "specs").glob("*.toml"))
@@ -766,8 +767,8 @@ threads = 128
 
 def test_the_report_gives_ptxas_registers_and_names_a_spill(work, monkeypatch, capsys):
     """Each kernel's line gives the registers ptxas allotted each program, read from the compiled library;
-    a program ptxas spilled gets a line of its own (the build still succeeds: it is slower, not wrong), and
-    one that fits gets none."""
+    a program ptxas spilled gets a line of its own (the build still succeeds: a spill is slower, or for a few
+    words cheaper than a block, never wrong), and one that fits gets none."""
     from fusegen.compile import compiled_programs_of_file
 
     (work / "specs" / "spilling_stream.toml").write_text(SPILLING_SPEC)
@@ -785,7 +786,12 @@ def test_the_report_gives_ptxas_registers_and_names_a_spill(work, monkeypatch, c
     spilled = [(index, r) for index, r in enumerate(resources["spilling_stream"]) if r.stack_bytes]
     assert spilled, resources["spilling_stream"]
     for index, r in spilled:
-        assert f"! program_{index}: ptxas spilled ({r.stack_bytes} B of stack frame at {r.registers} registers a thread)" in printed
+        cost = (
+            "correct; a few words, which ran faster than one block fewer"
+            if r.stack_bytes < PTXAS_SPILL_RELAX_BYTES
+            else "correct, but slower"
+        )
+        assert f"! program_{index}: ptxas spilled ({r.stack_bytes} B of stack frame at {r.registers} registers a thread): {cost}" in printed
     assert printed.count("ptxas spilled") == len(spilled)
 
 
