@@ -39,11 +39,14 @@ def bounded_at_two_or_more(spec: dict) -> bool:
     )
 
 
-def main(old_tree: Path, out: Path) -> None:
+def lowered_pairs(old_tree: Path, out: Path, keep, seeds: tuple[int, ...], drawn: int, widths, prefix: str) -> None:
+    """`drawn` specs a seed that `keep` keeps, built with this tree into out/scan; those whose build lowered
+    a bound built again as NAME_old in `old_tree` and NAME_new here, both into out/time/kernels, the new
+    ones also into out/check/kernels."""
     scan = out / "scan"
     (scan / "specs").mkdir(parents=True)
-    for seed in SEEDS:
-        for spec in probe_script("probe51").drawn_specs(seed, DRAWN, bounded_at_two_or_more, WIDTHS, "spill85"):
+    for seed in seeds:
+        for spec in probe_script("probe51").drawn_specs(seed, drawn, keep, widths, prefix):
             (scan / "specs" / f"{spec['name']}.toml").write_text(dump(spec))
     build(ROOT, (scan / "specs").resolve(), (scan / "kernels").resolve())
     lowered = sorted(
@@ -53,25 +56,21 @@ def main(old_tree: Path, out: Path) -> None:
         and any(r["schedule"]["reasons"][-1].startswith("lowered to") for r in json.loads((p / "plan.json").read_text())["routes"])
     )
     print(f"{len(lowered)} lowered: {' '.join(lowered)}", flush=True)
-    old_specs = out / "specs_old"
-    old_specs.mkdir()
+    for suffix in ("old", "new"):
+        specs = out / f"specs_{suffix}"
+        specs.mkdir()
+        for name in lowered:
+            text = (scan / "specs" / f"{name}.toml").read_text()
+            (specs / f"{name}_{suffix}.toml").write_text(text.replace(f'name = "{name}"', f'name = "{name}_{suffix}"', 1))
     timed = out / "time" / "kernels"
     checked = out / "check" / "kernels"
     checked.mkdir(parents=True)
-    for name in lowered:
-        text = (scan / "specs" / f"{name}.toml").read_text()
-        (old_specs / f"{name}_old.toml").write_text(text.replace(f'name = "{name}"', f'name = "{name}_old"', 1))
-    build(old_tree, old_specs.resolve(), timed.resolve())
-    new_specs = out / "specs_new"
-    new_specs.mkdir()
-    for name in lowered:
-        text = (scan / "specs" / f"{name}.toml").read_text()
-        (new_specs / f"{name}_new.toml").write_text(text.replace(f'name = "{name}"', f'name = "{name}_new"', 1))
-    build(ROOT, new_specs.resolve(), (out / "new").resolve())
+    build(old_tree, (out / "specs_old").resolve(), timed.resolve())
+    build(ROOT, (out / "specs_new").resolve(), (out / "new").resolve())
     for package in sorted(p for p in (out / "new").iterdir() if (p / "plan.json").is_file()):
         shutil.copytree(package, timed / package.name)
         shutil.copytree(package, checked / package.name)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    lowered_pairs(Path(sys.argv[1]), Path(sys.argv[2]), bounded_at_two_or_more, SEEDS, DRAWN, WIDTHS, "spill85")
