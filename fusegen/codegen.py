@@ -389,36 +389,27 @@ class KernelFrame:
             if not guarded:
                 return copies
             empty = ["T.ptx_commit_group()"] * len(rings)
-            return [f"if {token} < {end}:", *indent(copies, 4), "else:", *indent(empty, 4)]
+            return [f"if {token} < {self.tokens}:", *indent(copies, 4), "else:", *indent(empty, 4)]
 
         load = "x_ring[slot, j]"
         if self.layout.pads_columns:
             load = f'T.if_then_else(j < {HIDDEN}, T.cast({load}, "float32"), 0.0)'
-        ahead = slots - 1
-        if self.layout.row_loop == 1:
-            first, stride, steps, end = "block", STREAM_GRID, f"T.ceildiv({self.tokens} - block, {STREAM_GRID})", self.tokens
-        else:  # consecutive rows: block b takes row_loop of them from b · row_loop (Schedule.row_loop)
-            first, stride, steps, end = "block * row_loop", "1", self.row_loop_steps, f"block * row_loop + {self.row_loop_steps}"
+        ahead, grid = slots - 1, STREAM_GRID
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({rendered(blocks_per_sm)})",
             *(self.alloc(ring) for _, ring, _, _ in rings),
             # The block's first row exists (the grid is never larger than the token count).
-            *fetch(first, "0", guarded=False),
-            *(line for k in range(1, ahead) for line in fetch(f"{first} + {k} * {stride}", str(k), guarded=True)),
-            f"for step in T.serial({steps}):",
-            f"    token = {first} + step * {stride}",
+            *fetch("block", "0", guarded=False),
+            *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
+            f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
+            f"    token = block + step * {grid}",
             f"    slot = step % {slots}",
-            *indent(fetch(f"token + {ahead} * {stride}", f"(step + {ahead}) % {slots}", guarded=True), 4),
+            *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
             f"    T.ptx_wait_group({ahead * len(rings)})",
             f"    {self.loop(('j', self.columns))}",
             f"        row[{self.at('j')}] = {load}",
         ]
-
-    @property
-    def row_loop_steps(self) -> str:
-        """The rows of a row-loop block (Layout.row_loop): row_loop, fewer in the last block."""
-        return f"T.min(row_loop, {self.tokens} - block * row_loop)"
 
     @property
     def rows_may_overhang(self) -> bool:
@@ -476,16 +467,6 @@ class KernelFrame:
         The padding's entries and rows past the last token are not stored."""
         padded = self.planned(fragment).shape[-1]
         pads = [f"k < {rendered(per_part)}"] if padded > per_part else []
-        if self.layout.row_loop > 1:
-            # A row loop stages each row's entries as its `step`-th and stores the block's after its last row.
-            store = f"{param}[block * row_loop + i, {self.in_part('k', per_part)}] = {staged}[k, i]"
-            return [
-                self.loop(("k", rendered(padded))),
-                *indent(guarded(pads, f"{staged}[k, step] = {fragment}[k]"), 4),
-                f"if step == {self.row_loop_steps} - 1:",
-                f"    for k, i in T.Parallel({rendered(per_part)}, row_loop):",
-                *indent(guarded([f"i < {self.row_loop_steps}"], store), 8),
-            ]
         return [
             self.loop(("k", rendered(padded))),
             *indent(guarded(pads, f"{staged}[k, i] = {fragment}[i, k]"), 4),

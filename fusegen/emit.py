@@ -48,7 +48,6 @@ FACTORY_PARAMETERS = {
     "threads": lambda s: s.threads,
     "vector": lambda s: s.vector_elems,
     "block_m": lambda s: s.block_m,
-    "row_loop": lambda s: s.row_loop,
     "row_split": lambda s: s.row_split,
     "tiles": lambda s: s.tiles,
     "columns": lambda s: s.padded_hidden,
@@ -232,7 +231,6 @@ def schedule_summary(route: Route) -> str:
     s = route.schedule
     return (
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
-        + (f", {s.row_loop} consecutive rows a block" if s.row_loop > 1 else "")
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
         + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
         + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
@@ -409,8 +407,7 @@ def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> st
     if single:
         return "fused_program"
     s = route.schedule
-    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["row_loop"] if s.row_loop > 1 else [])
-    features += ["split"] if s.row_split > 1 else []
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["split"] if s.row_split > 1 else [])
     features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
     features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []
     return "_".join(features + ["program"])
@@ -505,8 +502,6 @@ def _grid(plan: Plan, s: Schedule) -> str:
         return f"{_tokens_symbol(plan)}, row_split"
     if s.variant != "stream":
         return _tokens_symbol(plan) if s.block_m == 1 else f"T.ceildiv({_tokens_symbol(plan)}, block_m)"
-    if s.row_loop > 1:
-        return f"T.ceildiv({_tokens_symbol(plan)}, row_loop)"
     # Never more blocks than tokens: every block owns at least its first row.
     return f"min({plan.tokens}, {STREAM_GRID})" if plan.tokens else f"T.min(m, {STREAM_GRID})"
 

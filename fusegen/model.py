@@ -203,7 +203,6 @@ class Layout:
     threads: int
     vector: int  # elements per vector access
     parts: int = 1
-    row_loop: int = 1  # stream: consecutive rows a block takes one after another (Schedule.row_loop)
 
     @property
     def pads_columns(self) -> bool:
@@ -313,9 +312,6 @@ class Schedule:
     # fragment, prefetched: the staged float32 per-column side inputs lose __restrict__, so ptxas keeps their
     # loads next to the row's (schedule.with_pinned_side_inputs)
     pinned_side_inputs: bool = False
-    # stream: the consecutive rows each block takes one after another (1: block b takes b, b + grid, …), so
-    # that what it stages of them (a column-major output's runs: ops.Op.sector_rows) fills whole sectors
-    row_loop: int = 1
 
     @property
     def builds_row(self) -> bool:
@@ -339,8 +335,7 @@ class Schedule:
         else:
             columns = Extent(self.padded_hidden, width.symbol if self.padded_hidden == width else "columns")
         parts = Extent(self.row_split, "row_split")
-        looped = Extent(self.row_loop, "row_loop") if self.row_loop > 1 else 1
-        return Layout(rows, width, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), parts, looped)
+        return Layout(rows, width, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), parts)
 
 
 @dataclass(frozen=True)

@@ -187,8 +187,6 @@ def _planned_route(
     schedule = with_variant(spec, schedule, side_inputs, stream)
     schedule = with_held_tiles(with_pinned_side_inputs(schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
-    if schedule.row_loop > 1:  # the stream's consecutive rows: its stages stage what they store in runs
-        stages = tuple(REGISTRY[op.kind].plan(op, index, chain_context(spec, layout)) for index, op in enumerate(spec.op))
     scratch = ()
     if schedule.variant == "stream":
         # The wait for the current row's cp.async is followed by a barrier: the copies of one thread are
@@ -478,7 +476,7 @@ def plan_as_dict(p: Plan) -> dict:
         # Added after kernels were built: unsplit (or read whole), a schedule is written as before the
         # split (the tiles) existed, as a spec key added later is (ops.added_key), and every plan.json
         # stays as it was.
-        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False), ("row_loop", 1)):
+        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False)):
             if route["schedule"][added] == before:
                 del route["schedule"][added]
     m = p.ledger_tokens

@@ -649,15 +649,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "
         f"shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
     )
-    row_loop = spec.schedule.row_loop if spec.schedule.row_loop != "auto" else 1
-    if row_loop > 1:
-        reason = (
-            f"{row_loop} consecutive rows a block (ceil(tokens / {row_loop}) blocks, as the row_loop hint asks), each through a "
-            f"{slots}-slot {ring}-byte shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
-        )
-    return replace(
-        schedule, blocks_per_sm=blocks, ring_slots=slots, most_tokens=limit, row_loop=row_loop, reasons=schedule.reasons + (reason,)
-    )
+    return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, most_tokens=limit, reasons=schedule.reasons + (reason,))
 
 
 # A split row's parts count along the grid's y axis, which holds at most this many blocks (the tokens keep x).

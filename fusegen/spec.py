@@ -123,13 +123,6 @@ class ScheduleHints(Strict):
             "'auto': one block per row, except for up to 64 tokens, where the planner splits a row that allows it into parts of at least 3 KB."
         ),
     )
-    row_loop: Literal["auto"] | int = Field(
-        **added_key("auto"),
-        json_schema_extra=described(
-            "stream only (a prototype for perf/probe88): the consecutive rows each block takes one after another, "
-            "its column-major scales staged and stored as whole runs after the last. 'auto': 1 (block b takes rows b, b + grid, …)."
-        ),
-    )
 
 
 # Union[...] of a tuple built at import time: the `X | Y` form has no spelling for a computed list of types.

@@ -114,10 +114,6 @@ class ChainContext:
         return self.layout.block_m if self.layout else 1
 
     @property
-    def row_loop(self) -> int:
-        return self.layout.row_loop if self.layout else 1
-
-    @property
     def padded_hidden(self) -> int:
         return self.layout.padded_hidden if self.layout else self.hidden
 

@@ -129,7 +129,7 @@ def staged_scales(op: QuantFP8Spec, ctx: ChainContext) -> bool:
     """Whether a block's column-major group scales leave through shared memory (codegen.store_columns_staged):
     in a block of several rows a group's scales are adjacent in Scale, and a run of them fills a sector that
     stores from registers, one scale a row, would each write part of."""
-    return op.scale_layout == "column" and op.group_size != "token" and (ctx.block_m > 1 or ctx.row_loop > 1)
+    return op.scale_layout == "column" and op.group_size != "token" and ctx.block_m > 1
 
 
 def stages_scales(stage: Stage) -> bool:
@@ -160,7 +160,7 @@ def plan(op: QuantFP8Spec, index: int, ctx: ChainContext) -> Stage:
             Scratch(
                 STAGED_SCALES,
                 "shared",
-                (_groups(ctx.block_hidden, op.group_size), ctx.layout.block_m if ctx.block_m > 1 else ctx.layout.row_loop),
+                (_groups(ctx.block_hidden, op.group_size), ctx.layout.block_m),
                 "float32",
                 "the block's scales in Scale's column-major order, so each group's rows leave as one run",
                 barrier=True,
