@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -96,7 +97,9 @@ struct Row {
 
   __device__ static void store_q(__nv_fp8_storage_t* qrow, int tid, const __nv_fp8_storage_t (&q)[kPerThread][G]) {
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) *reinterpret_cast<uint2*>(qrow + (i * THREADS + tid) * G) = *reinterpret_cast<const uint2*>(&q[i][0]);
+    for (int i = 0; i < kPerThread; ++i)
+#pragma unroll
+      for (int e = 0; e < G; e += 8) *reinterpret_cast<uint2*>(qrow + (i * THREADS + tid) * G + e) = *reinterpret_cast<const uint2*>(&q[i][e]);
   }
 };
 
@@ -111,7 +114,7 @@ __global__ void __launch_bounds__(THREADS* ROWS) rows_kernel(const float* __rest
   const int sub = threadIdx.x / THREADS, tid = threadIdx.x % THREADS;
   const int row = blockIdx.x * ROWS + sub;
   R r;
-  __nv_fp8_storage_t qv[R::kPerThread][G];
+  alignas(16) __nv_fp8_storage_t qv[R::kPerThread][G];
   float sv[R::kPerThread];
   if (row < m) r.load(x + (long)row * H, tid);
   r.norm_quant(weight, tid, exchange[sub], qv, sv);
@@ -172,7 +175,7 @@ __global__ void __launch_bounds__(THREADS) stream_kernel(const float* __restrict
     __syncthreads();
     R r;
     r.load(ring + slot * H, tid);
-    __nv_fp8_storage_t qv[R::kPerThread][G];
+    alignas(16) __nv_fp8_storage_t qv[R::kPerThread][G];
     float sv[R::kPerThread];
     r.norm_quant(weight, tid, exchange, qv, sv);  // its barrier also frees this slot for the fetch after next
     R::store_q(q + (long)token * H, tid, qv);
@@ -304,6 +307,21 @@ void shape(int m, int sms, double copy_tb, cudaStream_t stream) {
     if (p == kDirect) {
       want_q = got_q;
       want_s = got_s;
+      // The arithmetic itself, loosely (rsqrtf is not the host's): each group's scale on three rows.
+      for (int t : {0, 1, m - 1}) {
+        double sumsq = 0;
+        for (int j = 0; j < H; ++j) sumsq += (double)host[(size_t)t * H + j] * host[(size_t)t * H + j];
+        const double rstd = 1.0 / sqrt(sumsq / H + kEps);
+        for (int g = 0; g < R::kGroups; ++g) {
+          double amax = 0;
+          for (int e = 0; e < G; ++e) amax = std::max(amax, fabs(host[(size_t)t * H + g * G + e] * rstd * w[g * G + e]));
+          const double expected = std::max(amax, (double)kAmaxFloor) / kFp8Max;
+          if (fabs(want_s[(size_t)g * padded_m + t] - expected) > 1e-4 * expected) {
+            printf("row %d group %d: scale %g, expected %g\n", t, g, want_s[(size_t)g * padded_m + t], expected);
+            exit(1);
+          }
+        }
+      }
     } else {
       same = memcmp(want_q.data(), got_q.data(), got_q.size()) == 0;
       for (int g = 0; g < R::kGroups && same; ++g) same = memcmp(&want_s[(size_t)g * padded_m], &got_s[(size_t)g * padded_m], m * sizeof(float)) == 0;
