@@ -120,7 +120,7 @@ def test_the_most_blocks_without_a_spill_are_kept(monkeypatch, tmp_path):
 
 def test_the_most_blocks_under_the_spilling_bound_without_a_spill_are_kept(monkeypatch, tmp_path):
     p = planned(ROPE_FP8_SPILLED)
-    few, many = p.programs
+    _, many = p.programs
     fake_compiles(monkeypatch, {1: Resources(80, 0)})
     planned_resources = [[("source", Resources(64, 0)), ("source", Resources(56, 96))]]
     found = build._ptxas_bounds([p], planned_resources, tmp_path / "trials", 1, False)
