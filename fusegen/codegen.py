@@ -380,11 +380,27 @@ class KernelFrame:
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
         the chain 4 spaces under it."""
         rings = [("X", "x_ring", HIDDEN, None)] + [(t.param, staged_buffer(t.param), t.shape[1].size, t.index) for t in per_token]
+        threads, vector, chunks = (rendered(e) for e in (self.layout.row_threads, self.layout.vector, self.layout.chunks))
+
+        def row_copy(token: str, slot: str) -> list[str]:
+            """X's row into its ring slot: one TileLang copy where the row splits evenly into every thread's
+            vectors; else each thread copies the vectors it will read back (row_thread's), the padding's
+            masked, and commits them as the one group an even copy makes (schedule._check_ring_copy_width)."""
+            if not self.layout.pads_columns:
+                return [f"T.async_copy(X[{token}, 0:{HIDDEN}], x_ring[{slot}, 0:{HIDDEN}])"]
+            return [
+                f"for v in T.serial({chunks}):",
+                f"    ring_column = (v * {threads} + T.get_thread_binding()) * {vector}",
+                f"    if ring_column < {HIDDEN}:",
+                f'        T.ptx_cp_async(T.access_ptr(x_ring[{slot}, ring_column], "w", {vector}), '
+                f'T.access_ptr(X[{token}, ring_column], "r", {vector}), {vector})',
+                "T.ptx_commit_group()",
+            ]
 
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
-            copies = [
+            copies = row_copy(token, slot) + [
                 f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{rendered(width)}], {ring}[{slot}, 0:{rendered(width)}])"
-                for param, ring, width, index in rings
+                for param, ring, width, index in rings[1:]
             ]
             if not guarded:
                 return copies

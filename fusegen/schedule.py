@@ -516,36 +516,26 @@ CP_ASYNC_MIN_BYTES = 4
 
 
 def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
-    """The ring is filled by one cp.async copy of the unpadded row, which TileLang partitions over the
-    threads itself. Only an even split into whole vectors is reliably vectorized: 7168 columns over 512
-    threads (14 each) gave 4-byte copies, over 1024 (7 each) no cp.async at all; rows that do not divide
-    by threads × vector went either way with no rule we could find (fp32 40 and fp16 1000 columns
-    kept their vectors; fp32 16, 24 and 80 fell to 4-byte copies; fp16 16, 520 over 64 threads and 2056
-    over 256 did not compile: "no eligible global->shared store"). So the row must split into whole
-    vectors per thread, and thread counts that do not are refused, naming those that fit. cp.async copies
-    4, 8 or 16 bytes, so a vector of one 2-byte column cannot be one (bf16 256 columns over 256 threads:
-    "no eligible global->shared store"): a thread's vector in the ring is at least 4 bytes."""
-    if _ring_copy_fits(spec, schedule):
+    """The ring is filled by cp.async copies of whole vectors, which copy 4, 8 or 16 bytes: a vector of one
+    2-byte column cannot be one (bf16 256 columns over 256 threads). Where the row splits evenly into
+    threads × vector columns, TileLang partitions one copy of it over the threads; where it does not (a
+    padded row), each thread copies its own vectors and the last tile's are masked (codegen.stream_rows):
+    TileLang's own partition of such rows narrowed its copies or did not compile (NOTES.md step 17)."""
+    if schedule.vector_bytes >= CP_ASYNC_MIN_BYTES:
         return
-    multiple = columns_multiple(spec)
-    fitting = []
-    for threads in THREAD_CHOICES:
-        try:
-            if _ring_copy_fits(spec, _row_schedule(spec, 1, threads, multiple)):
-                fitting.append(threads)
-        except ChainError:  # the row does not fit in registers at this thread count
-            continue
     key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
     raise ChainError(
         key,
-        f'"stream" fills its ring with a cp.async copy of the row that must split evenly into whole vectors of at least '
-        f"{CP_ASYNC_MIN_BYTES} bytes per thread (otherwise TileLang narrows the copies or cannot emit them): {spec.hidden} "
-        f"columns over {schedule.threads} threads take {schedule.vector_bytes}-byte vectors of {schedule.vector_elems} "
-        f"column(s) and do not; thread counts that do: {', '.join(map(str, fitting)) or 'none (use variant fragment)'}",
+        f'"stream" fills its ring with cp.async copies of whole vectors of at least {CP_ASYNC_MIN_BYTES} bytes: {spec.hidden} '
+        f"columns over {schedule.threads} threads take {schedule.vector_bytes}-byte vectors of {schedule.vector_elems} column(s); "
+        f"fewer threads give each a wider vector (or use variant fragment)",
     )
 
 
-def _ring_copy_fits(spec: KernelSpec, schedule: Schedule) -> bool:
+def ring_splits_evenly(spec: KernelSpec, schedule: Schedule) -> bool:
+    """Whether the ring's row copy splits evenly into every thread's whole vectors (one TileLang copy), as
+    in every stream the planner chooses itself: the masked per-thread copy of a padded row is taken only
+    where a hint or a tuning winner asks for it, until a measurement says where it wins."""
     return schedule.vector_bytes >= CP_ASYNC_MIN_BYTES and spec.hidden % (schedule.threads * schedule.vector_elems) == 0
 
 
@@ -1473,7 +1463,7 @@ def _stream_row(spec: KernelSpec, fragment: Schedule) -> Schedule | None:
             row = _row_schedule(spec, 1, threads, multiple, threads_by="the stream's fewest threads holding the row in 16-byte vectors")
         except ChainError:  # the row does not fit in registers at this thread count
             continue
-        if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and _ring_copy_fits(spec, row):
+        if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and ring_splits_evenly(spec, row):
             return row
     return None
 
@@ -1604,7 +1594,7 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
 
     if holds(bound):
         return bound
-    if _ring_copy_fits(spec, row):
+    if ring_splits_evenly(spec, row):
         return FEW_WARPS_OVERFLOW
     return next((blocks for blocks in range(bound - 1, FEW_WARPS_MIN_BLOCKS - 1, -1) if holds(blocks)), None)
 
@@ -1774,6 +1764,12 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (few,)), side_inputs)
     if why is None:
         fragment = "variant auto → fragment: the whole row fits in registers, so x is read once"
+        return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
+    if not ring_splits_evenly(spec, schedule):
+        fragment = (
+            f"variant auto → fragment: {why}, but {spec.hidden} columns do not split into {schedule.threads} threads' whole "
+            f'vectors, and a padded row streams only where hinted (variant = "stream"): not measured as a default'
+        )
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
     try:
         return with_stream(

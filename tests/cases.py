@@ -273,6 +273,28 @@ CASES = {
         hidden=1024,
         schedule={"variant": "stream"},
     ),
+    # Streams of padded rows: each thread cp.async-copies its own vectors into the ring, the last tile masked.
+    "stream_padded_ln_e5m2_2880": case(
+        "a padded row streamed: 360 vectors over 128 threads, the third tile's last 24 threads copy nothing; weight and bias staged once",
+        [LN, quant(fp8="e5m2")],
+        hidden=2880,
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128},
+    ),
+    "stream_padded_rope_quant_7168_512": case(
+        "7168 columns over 512 threads (14 a thread): a padded 8192-column ring, Y written, cos/sin through their own rings",
+        [RMS, rope(64), quant(128)],
+        "float16",
+        hidden=7168,
+        schedule={"variant": "stream", "threads": 512},
+    ),
+    "stream_padded_short_1000": case(
+        "a short padded row streamed: 125 vectors over one warp, several slots of the ring per SM",
+        [RMS, quant()],
+        hidden=1000,
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 32},
+    ),
     # RoPE partners by warp shuffle where the lanes allow it, through shared memory where they do not (step 15).
     "rope_head_neox_256_whole_warp": case(
         "a neox head span held by one whole warp: partners 16 lanes apart, every lane in the shuffle",
