@@ -206,24 +206,18 @@ def draw_schedule(rng: random.Random, spec: dict) -> dict:
     ops = spec["op"]
     row_bytes = spec["hidden"] * DTYPE_BYTES[spec["dtype"]]
     variants = ["auto", "auto", "fragment"]
-    # README: a stream ring splits the row into whole vectors per thread. The planner's are 16 bytes, and
-    # left to itself it takes a power of two of threads: one that holds the row (64 values each at most)
-    # must split it evenly. And room for two rows and their cos/sin.
-    vector = 16 // DTYPE_BYTES[spec["dtype"]]
-    even_split = any(spec["hidden"] % (t * vector) == 0 and spec["hidden"] <= 64 * t for t in (32, 64, 128, 256, 512, 1024))
-    if even_split and 2 * row_bytes <= RING_BYTES_LIMIT // 2:
+    # README: a stream ring copies vectors of at least 4 bytes (an even hidden for 2-byte dtypes), padded
+    # where the row does not split into the threads' whole vectors. And room for two rows and their cos/sin.
+    if row_bytes % 4 == 0 and 2 * row_bytes <= RING_BYTES_LIMIT // 2:
         variants.append("stream")
     # README: naive and splitk are for a chain of one rmsnorm over whole rows.
     if len(ops) == 1 and whole_row_rmsnorm(ops[0]):
         variants += ["naive", "splitk"] if row_bytes <= NAIVE_BYTES_LIMIT else ["splitk"]
     variant = rng.choice(variants)
     schedule = {"variant": variant}
-    # Threads that leave each of them at most 16 of the row's values: well within the register budget;
-    # for a stream ring, also a split into whole vectors as above.
+    # Threads that leave each of them at most 16 of the row's values: well within the register budget.
     fitting = [t for t in (32, 64, 128, 256, 512, 1024) if spec["hidden"] <= 16 * t] or [1024]
-    if variant == "stream":
-        fitting = [t for t in fitting if spec["hidden"] % (t * vector) == 0]
-    if fitting and rng.random() < 0.3:
+    if rng.random() < 0.3:
         schedule["threads"] = rng.choice(fitting)
     if variant != "stream" and rng.random() < 0.3:
         # README: with block_m > 1 threads are a multiple of 32 × block_m.
