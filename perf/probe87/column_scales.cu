@@ -25,6 +25,8 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "../proto/graph_timing.cuh"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -32,15 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e = (x);                                                                      \
-    if (e != cudaSuccess) {                                                                   \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                        \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
 
 constexpr float kFp8Max = 448.0f;
 constexpr float kAmaxFloor = 1e-10f;
@@ -186,35 +179,6 @@ struct Case {
   void (*launch)(const Buffers&, int, int, cudaStream_t);
 };
 
-template <typename F>
-float graph_median_us(F body, int calls, cudaStream_t stream) {
-  body();
-  CHECK(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));  // launch() sets attributes and asks occupancy
-  for (int i = 0; i < calls; ++i) body();
-  CHECK(cudaStreamEndCapture(stream, &graph));
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  std::vector<float> us;
-  for (int rep = 0; rep < 12; ++rep) {
-    CHECK(cudaEventRecord(start, stream));
-    CHECK(cudaGraphLaunch(exec, stream));
-    CHECK(cudaEventRecord(stop, stream));
-    CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (rep >= 2) us.push_back(ms * 1000 / calls);
-  }
-  std::sort(us.begin(), us.end());
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
-  return us[us.size() / 2];
-}
-
 // PROBE87_PROFILE=1: each case launched once, untimed, for ncu (no graphs, no copy).
 const bool profiling = getenv("PROBE87_PROFILE") != nullptr;
 
@@ -294,10 +258,6 @@ void shape(int m, double copy_tb, cudaStream_t stream, const std::vector<Case>& 
   CHECK(cudaFree(b.scales));
 }
 
-__global__ void copy_kernel(const float4* __restrict__ from, float4* __restrict__ to, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) to[i] = from[i];
-}
-
 // Cases named by pattern, rows a block and threads a row, so shapes that share a thread shape line up.
 #define ROWS_CASE(H, G, THREADS, P, ROWS, NAME) Case{NAME, P, launch_rows<H, G, THREADS, P, ROWS, 1>}
 #define LOOP_CASE(H, G, THREADS, P, ROWS, ITERATIONS, NAME) Case{NAME, P, launch_rows<H, G, THREADS, P, ROWS, ITERATIONS>}
@@ -308,18 +268,7 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const size_t copy_bytes = profiling ? sizeof(float4) : 1ull << 30;
-  void *a, *c;
-  CHECK(cudaMalloc(&a, copy_bytes));
-  CHECK(cudaMalloc(&c, copy_bytes));
-  CHECK(cudaMemset(a, 1, copy_bytes));
-  const size_t vectors = copy_bytes / sizeof(float4);
-  const float copy_us = graph_median_us(
-      [&] { copy_kernel<<<sms * 16, 256, 0, stream>>>(static_cast<const float4*>(a), static_cast<float4*>(c), vectors); }, 8, stream);
-  const double copy_tb = 2.0 * copy_bytes / (copy_us * 1e-6) / 1e12;
-  printf("copy 1 GiB (float4 kernel): %.1f us, %.3f TB/s; %d SMs\n", copy_us, copy_tb, sms);
-  CHECK(cudaFree(a));
-  CHECK(cudaFree(c));
+  const double copy_tb = profiling ? 1.0 : copy_ceiling_tb(sms, stream);  // under ncu nothing is timed
   if (run == 2) {  // runs of 8, 16 and 32 bytes at 512 threads a block, against row-major on the same shapes
     shape<5120, 8>(16384, copy_tb, stream,
                    {ROWS_CASE(5120, 8, 128, kDirect, 1, "direct 1x128"), ROWS_CASE(5120, 8, 128, kRowMajor, 1, "rowmajor 1x128"),

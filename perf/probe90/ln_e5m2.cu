@@ -18,21 +18,14 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "../proto/graph_timing.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
-
-#define CHECK(x)                                                       \
-  do {                                                                 \
-    cudaError_t e = (x);                                               \
-    if (e != cudaSuccess) {                                            \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                         \
-    }                                                                  \
-  } while (0)
 
 constexpr int kHidden = 2880, kThreads = 128, kVectors = kHidden / 8, kTiles = (kVectors + kThreads - 1) / kThreads;
 constexpr float kEps = 1e-5f, kFp8Max = 57344.0f, kAmaxFloor = 1e-10f;
@@ -167,39 +160,6 @@ __global__ void __launch_bounds__(kThreads) persistent_kernel(const __nv_bfloat1
   }
 }
 
-__global__ void copy_kernel(const float4* __restrict__ from, float4* __restrict__ to, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) to[i] = from[i];
-}
-
-template <typename F>
-float graph_median_us(F body, int calls, cudaStream_t stream) {
-  body();
-  CHECK(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < calls; ++i) body();
-  CHECK(cudaStreamEndCapture(stream, &graph));
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  std::vector<float> us;
-  for (int rep = 0; rep < 12; ++rep) {
-    CHECK(cudaEventRecord(start, stream));
-    CHECK(cudaGraphLaunch(exec, stream));
-    CHECK(cudaEventRecord(stop, stream));
-    CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (rep >= 2) us.push_back(ms * 1000 / calls);
-  }
-  std::sort(us.begin(), us.end());
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
-  return us[us.size() / 2];
-}
-
 static float bf16_to_float(uint16_t bits) {
   const uint32_t word = (uint32_t)bits << 16;
   float f;
@@ -212,19 +172,7 @@ int main() {
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const double copy_tb = [&] {
-    const size_t bytes = 1ull << 30;
-    void *a, *c;
-    CHECK(cudaMalloc(&a, bytes));
-    CHECK(cudaMalloc(&c, bytes));
-    CHECK(cudaMemset(a, 1, bytes));
-    const float us = graph_median_us(
-        [&] { copy_kernel<<<sms * 16, 256, 0, stream>>>(static_cast<const float4*>(a), static_cast<float4*>(c), bytes / 16); }, 8, stream);
-    CHECK(cudaFree(a));
-    CHECK(cudaFree(c));
-    printf("copy 1 GiB (float4 kernel): %.1f us, %.3f TB/s\n", us, 2.0 * bytes / (us * 1e-6) / 1e12);
-    return 2.0 * bytes / (us * 1e-6) / 1e12;
-  }();
+  const double copy_tb = copy_ceiling_tb(sms, stream);
   for (int m : {23301, 65536}) {
     __nv_bfloat16 *x, *weight, *bias;
     __nv_fp8_storage_t* q;
