@@ -371,21 +371,24 @@ class KernelFrame:
             return "token"
         return f"block * {self.bm} + {i}" if self.layout.block_m > 1 else "block"
 
-    def stream_rows(self, per_token, blocks_per_sm: int, slots: int) -> list[str]:
+    def stream_rows(self, per_token, blocks_per_sm: int, slots: int, x_in_registers: bool = False) -> list[str]:
         """The stream variant's persistent loop up to the row: block b takes tokens b, b + grid, … (grid:
-        STREAM_GRID); while
-        one row is reduced the next slots − 1 rows' cp.async copies (X and, prefetched, the per-token side
-        inputs: plan Tensors) fill the other slots of a shared ring. Every row commits the same number
-        of cp.async groups (empty ones past the last token), so waiting for all but the newest
-        (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents
-        the chain 4 spaces under it."""
-        rings = [("X", "x_ring", HIDDEN, None)] + [(t.param, staged_buffer(t.param), t.shape[1].size, t.index) for t in per_token]
+        STREAM_GRID). While one row is reduced, the next slots − 1 rows' cp.async copies (X and, prefetched,
+        the per-token side inputs: plan Tensors) fill the other slots of a shared ring — or, `x_in_registers`,
+        the next row's X is loaded into the fragment x_next (each thread the columns it reads back: no
+        shared pass, no barrier for it) and only the side inputs go through the ring. Every row commits the
+        same number of cp.async groups (empty ones past the last token), so waiting for all but the newest
+        (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents the
+        chain 4 spaces under it."""
+        side_rings = [(t.param, staged_buffer(t.param), t.shape[1].size, t.index) for t in per_token]
         threads, vector, chunks = (rendered(e) for e in (self.layout.row_threads, self.layout.vector, self.layout.chunks))
 
         def row_copy(token: str, slot: str) -> list[str]:
             """X's row into its ring slot: one TileLang copy where the row splits evenly into every thread's
             vectors; else each thread copies the vectors it will read back (row_thread's), the padding's
             masked, and commits them as the one group an even copy makes (schedule._check_ring_copy_width)."""
+            if x_in_registers:
+                return []
             if not self.layout.pads_columns:
                 return [f"T.async_copy(X[{token}, 0:{HIDDEN}], x_ring[{slot}, 0:{HIDDEN}])"]
             return [
@@ -400,31 +403,43 @@ class KernelFrame:
         def fetch(token: str, slot: str, guarded: bool) -> list[str]:
             copies = row_copy(token, slot) + [
                 f"T.async_copy({param}[{f'{index}[{token}]' if index else token}, 0:{rendered(width)}], {ring}[{slot}, 0:{rendered(width)}])"
-                for param, ring, width, index in rings[1:]
+                for param, ring, width, index in side_rings
             ]
-            if not guarded:
+            if not guarded or not copies:
                 return copies
-            empty = ["T.ptx_commit_group()"] * len(rings)
+            empty = ["T.ptx_commit_group()"] * (len(side_rings) + (not x_in_registers))
             return [f"if {token} < {self.tokens}:", *indent(copies, 4), "else:", *indent(empty, 4)]
 
-        load = "x_ring[slot, j]"
-        if self.layout.pads_columns:
-            load = f'T.if_then_else(j < {HIDDEN}, T.cast({load}, "float32"), 0.0)'
         ahead, grid = slots - 1, STREAM_GRID
+        source = "x_next[j]" if x_in_registers else "x_ring[slot, j]"
+        load = f'T.cast({source}, "float32")' if x_in_registers else source
+        if self.layout.pads_columns:
+            load = f'T.if_then_else(j < {HIDDEN}, T.cast({source}, "float32"), 0.0)'
+        groups = ahead * (len(side_rings) + (not x_in_registers))
+        ring_names = [ring for _, ring, _, _ in side_rings] if x_in_registers else ["x_ring"] + [ring for _, ring, _, _ in side_rings]
+        held = [self.alloc("x_next"), self.pin_row_layout("x_next"), "T.copy(X[block, 0], x_next)"] if x_in_registers else []
+        next_row = [f"if token + {grid} < {self.tokens}:", f"    T.copy(X[token + {grid}, 0], x_next)"] if x_in_registers else []
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({rendered(blocks_per_sm)})",
-            *(self.alloc(ring) for _, ring, _, _ in rings),
+            *held,
+            *(self.alloc(ring) for ring in ring_names),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
             *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
             f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
             f"    token = block + step * {grid}",
-            f"    slot = step % {slots}",
+            *([f"    slot = step % {slots}"] if ring_names else []),
+            *(
+                # The row leaves x_next before the next row's load is issued into it; that load is in flight
+                # through this row's reductions and is waited for where the next step reads it.
+                [f"    {self.loop(('j', self.columns))}", f"        row[{self.at('j')}] = {load}", *indent(next_row, 4)]
+                if x_in_registers
+                else []
+            ),
             *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
-            f"    T.ptx_wait_group({ahead * len(rings)})",
-            f"    {self.loop(('j', self.columns))}",
-            f"        row[{self.at('j')}] = {load}",
+            *([f"    T.ptx_wait_group({groups})"] if ring_names else []),
+            *([] if x_in_registers else [f"    {self.loop(('j', self.columns))}", f"        row[{self.at('j')}] = {load}"]),
         ]
 
     @property

@@ -115,7 +115,9 @@ def kernel_body(plan: Plan, route: Route, prefetch_parameter: bool = False, join
     if streamed:
         per_token = tuple(t for t in side_inputs if t.per_token_row)
         lines += frame.stage_inputs(tuple(t for t in side_inputs if t.per_column))
-        lines += frame.stream_rows(per_token, Extent(schedule.blocks_per_sm, "blocks_per_sm"), schedule.ring_slots)
+        lines += frame.stream_rows(
+            per_token, Extent(schedule.blocks_per_sm, "blocks_per_sm"), schedule.ring_slots, schedule.ring_in_registers
+        )
         return lines + indent(_chain(plan, route, frame, joint_parameter), 4)
     if schedule.blocks_per_sm > 1:
         # Registers for two resident blocks: the other block's loads are what keep the SM busy while this
@@ -232,7 +234,7 @@ def schedule_summary(route: Route) -> str:
     return (
         f"{s.variant}, {s.threads} threads, {s.vector_bytes}-byte vectors, {s.block_m} row(s) per block"
         + (f", blk_k {s.blk_k}" if s.blk_k else "")
-        + (f", {s.blocks_per_sm} blocks per SM, {s.ring_slots}-slot ring" if s.variant == "stream" else "")
+        + (f", {s.blocks_per_sm} blocks per SM, {_ring_words(s)}" if s.variant == "stream" else "")
         + (f", each row split over {s.row_split} blocks" if s.row_split > 1 else "")
         + (f", read in {s.tiles} tiles" + (" held in registers" if s.tiles_held else "") if s.variant == "reread" else "")
         + (f", {s.blocks_per_sm} blocks per SM" if s.variant in ("fragment", "reread") and s.blocks_per_sm > 1 else "")
@@ -298,10 +300,14 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
         + (["each row split over row_split blocks"] if s.row_split > 1 else [])
         + (["the row read a tile at a time for its statistics, " + _finish(s)] if s.variant == "reread" else [])
         + ([f"{s.blk_k}-column chunks"] if s.blk_k else [])
-        + ([f"a {s.ring_slots}-slot ring"] if s.variant == "stream" else [])
+        + ([f"a {_ring_words(s)}"] if s.variant == "stream" else [])
         + _switch("prefetch", s.prefetch, parameters, "side inputs prefetched")
         + _switch("joint_reduction", s.joint_reduction, parameters, "joint reduction")
     )
+
+
+def _ring_words(s) -> str:
+    return "register ring (the next row in registers)" if s.ring_in_registers else f"{s.ring_slots}-slot ring"
 
 
 def _switch(flag: str, on: bool, parameters: tuple[str, ...], words: str) -> list[str]:
@@ -408,6 +414,7 @@ def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> st
         return "fused_program"
     s = route.schedule
     features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["split"] if s.row_split > 1 else [])
+    features += ["registers"] if s.ring_in_registers else []
     features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
     features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []
     return "_".join(features + ["program"])

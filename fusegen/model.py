@@ -297,6 +297,7 @@ class Schedule:
     reasons: tuple[str, ...]
     blocks_per_sm: int | None = None  # stream and fragment: resident blocks per SM, the launch bound
     ring_slots: int | None = None  # stream: rows in the shared-memory ring, the current one and those in flight
+    ring_in_registers: bool = False  # stream: the next row's x one row ahead in registers, not in the shared ring
     # The most tokens the program counts: fewer than MAX_TOKENS where a stream program's int32 token index runs
     # ahead of its rows (schedule.stream_token_limit)
     most_tokens: int = MAX_TOKENS

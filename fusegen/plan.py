@@ -188,7 +188,17 @@ def _planned_route(
     schedule = with_held_tiles(with_pinned_side_inputs(schedule, side_inputs), side_inputs)
     layout = schedule.layout(spec.hidden)
     scratch = ()
-    if schedule.variant == "stream":
+    if schedule.ring_in_registers:
+        scratch = (
+            Scratch(
+                "x_next",
+                "fragment",
+                layout.rows(layout.padded_hidden),
+                spec.dtype,
+                "the next row's x, loaded while this row is reduced: each thread holds what it reads back",
+            ),
+        )
+    elif schedule.variant == "stream":
         # The wait for the current row's cp.async is followed by a barrier: the copies of one thread are
         # read by others.
         scratch = (
@@ -476,7 +486,7 @@ def plan_as_dict(p: Plan) -> dict:
         # Added after kernels were built: unsplit (or read whole), a schedule is written as before the
         # split (the tiles) existed, as a spec key added later is (ops.added_key), and every plan.json
         # stays as it was.
-        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False)):
+        for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False), ("ring_in_registers", False)):
             if route["schedule"][added] == before:
                 del route["schedule"][added]
     m = p.ledger_tokens

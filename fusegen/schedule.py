@@ -481,6 +481,8 @@ MAX_BLOCKS_PER_SM = 16
 # A row's fp32 values plus indexing: fewer registers per thread than this must spill.
 REGISTERS_BESIDE_ROW = 32
 RING_SLOT_CHOICES = (2, 3, 4)
+# A ring in registers (the ring hint) holds x one row ahead; per-token side inputs keep a shared ring of two slots.
+REGISTER_RING_SLOTS = 2
 # The stream ring is dynamic shared memory: past 48 KB a launch needs the kernel's maximum raised, which the
 # CUDA module TileLang builds does on the program's first launch. Rings of 56 KB (fp32 LayerNorm → RoPE →
 # FP8 7168, two slots) ran and matched their references on the H200 (perf/probe16), so a ring is bounded
@@ -499,11 +501,12 @@ STREAM_REGISTER_SQUEEZE = 1.25
 STREAM_BYTES_IN_FLIGHT = 32 * 1024
 
 
-def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int) -> int:
+def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...], slots: int, x_shared: bool = True) -> int:
     """Shared memory of the stream ring: `slots` padded rows (the row is read back in its padded
-    layout, so a slot spans the padding too), and of every per-token side input when prefetched."""
+    layout, so a slot spans the padding too) unless x waits in registers (`x_shared` False), and every
+    per-token side input when prefetched."""
     per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.per_token_row) if schedule.prefetch else 0
-    return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] + per_token)
+    return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] * x_shared + per_token)
 
 
 def columns_multiple(spec: KernelSpec) -> int:
@@ -557,36 +560,47 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     threads and registers (the launch bound holds every thread to SM_REGISTERS / resident threads)."""
     if schedule.variant != "stream":
         return schedule
+    in_registers = spec.schedule.ring == "registers"
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
-    if row_bytes % 4:
+    if row_bytes % 4 and not in_registers:
         raise ChainError(
             "schedule.variant",
             f'"stream" copies rows with cp.async, whose narrowest access is 4 bytes: a row of {spec.hidden} × '
             f"{DTYPE_BYTES[spec.dtype]} bytes leaves every other row misaligned; it needs an even hidden",
         )
-    _check_ring_copy_width(spec, schedule)
+    if not in_registers:
+        _check_ring_copy_width(spec, schedule)
     slots_hint = _checked_hint(spec.schedule.ring_slots, "schedule.ring_slots", RING_SLOT_CHOICES)
+    if in_registers and slots_hint not in (None, REGISTER_RING_SLOTS):
+        raise ChainError(
+            "schedule.ring_slots",
+            f'with ring = "registers" the next row waits in registers, one row ahead: ring_slots must be "auto" or '
+            f"{REGISTER_RING_SLOTS} (its per-token side inputs' shared ring), got {slots_hint}",
+        )
     blocks_hint = spec.schedule.blocks_per_sm
+    # A register ring holds the next row's x in its own dtype beside the row's fp32 values.
+    held_words = -(-schedule.elems_per_thread * DTYPE_BYTES[spec.dtype] // 4) if in_registers else 0
+    estimate = schedule.register_estimate + held_words
 
     def registers_each(blocks: int) -> int:
         return SM_REGISTERS // (blocks * schedule.threads)
 
     def sizing(slots: int) -> tuple[int, list[int]]:
         """The ring's bytes at `slots` slots and the block counts per SM that fit beside it."""
-        ring = _stream_ring_bytes(spec, schedule, side_inputs, slots)
+        ring = _stream_ring_bytes(spec, schedule, side_inputs, slots, x_shared=not in_registers)
         fits = [
             b
             for b in range(1, MAX_BLOCKS_PER_SM + 1)
             if b * ring <= SM_SHARED_BYTES
             and b * schedule.threads <= SM_THREADS
-            and registers_each(b) >= schedule.elems_per_thread + REGISTERS_BESIDE_ROW
+            and registers_each(b) >= schedule.elems_per_thread + held_words + REGISTERS_BESIDE_ROW
         ]
         return ring, fits
 
     def blocks_for(fits: list[int]) -> int:
         if blocks_hint != "auto":
             return blocks_hint
-        comfortable = [b for b in fits if STREAM_REGISTER_SQUEEZE * registers_each(b) >= schedule.register_estimate] or fits[:1]
+        comfortable = [b for b in fits if STREAM_REGISTER_SQUEEZE * registers_each(b) >= estimate] or fits[:1]
         return comfortable[-1]
 
     slots = slots_hint or RING_SLOT_CHOICES[0]
@@ -607,7 +621,9 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     _checked_hint(blocks_hint, "schedule.blocks_per_sm", tuple(fits), described)
     blocks = blocks_for(fits)
     row_bytes = schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
-    while not slots_hint and blocks * (slots - 1) * row_bytes < STREAM_BYTES_IN_FLIGHT and slots < RING_SLOT_CHOICES[-1]:
+    while (
+        not slots_hint and not in_registers and blocks * (slots - 1) * row_bytes < STREAM_BYTES_IN_FLIGHT and slots < RING_SLOT_CHOICES[-1]
+    ):
         deeper_ring, deeper_fits = sizing(slots + 1)
         if not deeper_fits or (blocks_hint != "auto" and blocks_hint not in deeper_fits):
             break
@@ -618,9 +634,9 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     why = (
         "as the blocks_per_sm hint asks"
         if blocks_hint != "auto"
-        else f"the most whose launch bound leaves each thread at least four fifths of the ~{schedule.register_estimate} registers it is estimated to need"
+        else f"the most whose launch bound leaves each thread at least four fifths of the ~{estimate} registers it is estimated to need"
     )
-    if not slots_hint:
+    if not slots_hint and not in_registers:
         in_flight = blocks * (slots - 1) * row_bytes
         why += (
             f"; {slots} ring slots, the fewest that keep {STREAM_BYTES_IN_FLIGHT // 1024} KB of rows in flight per SM"
@@ -634,12 +650,27 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
             f'{spec.tokens} is more than "stream" at {blocks} blocks per SM and a {slots}-slot ring can count: its int32 '
             f"token index reaches the last token plus {slots - 1} grid(s) of up to {blocks * MAX_HOPPER_SMS} blocks; allowed 1 … {limit}",
         )
-    reason = (
-        f"persistent grid of {blocks} blocks per SM × the SMs of the GPU it compiles on ({why}; {blocks * HOPPER_SMS} "
-        f"blocks on an H100 SXM or H200); each block takes every grid-th row through a {slots}-slot {ring}-byte "
-        f"shared-memory ring, the next {slots - 1} row(s)' cp.async in flight while the current one is reduced"
+    grid = f"persistent grid of {blocks} blocks per SM × the SMs of the GPU it compiles on ({why}; {blocks * HOPPER_SMS} blocks on an H100 SXM or H200)"
+    if in_registers:
+        beside = f"; its per-token side inputs through a {slots}-slot {ring}-byte shared ring" if ring else ""
+        reason = (
+            f"{grid}; each block takes every grid-th row, the next row's x loaded into registers (one row ahead, "
+            f"{held_words} words a thread, as the ring hint asks) before the current one is reduced: no shared pass or "
+            f"barrier for it{beside}"
+        )
+    else:
+        reason = (
+            f"{grid}; each block takes every grid-th row through a {slots}-slot {ring}-byte shared-memory ring, the next "
+            f"{slots - 1} row(s)' cp.async in flight while the current one is reduced"
+        )
+    return replace(
+        schedule,
+        blocks_per_sm=blocks,
+        ring_slots=slots,
+        ring_in_registers=in_registers,
+        most_tokens=limit,
+        reasons=schedule.reasons + (reason,),
     )
-    return replace(schedule, blocks_per_sm=blocks, ring_slots=slots, most_tokens=limit, reasons=schedule.reasons + (reason,))
 
 
 # A split row's parts count along the grid's y axis, which holds at most this many blocks (the tokens keep x).
@@ -793,6 +824,8 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
         raise ChainError("schedule.blk_k", f'only applies to variant = "splitk", not "{hints.variant}"')
     if hints.ring_slots != "auto" and hints.variant != "stream":
         raise ChainError("schedule.ring_slots", f'only applies to variant = "stream", not "{hints.variant}"')
+    if hints.ring != "auto" and hints.variant != "stream":
+        raise ChainError("schedule.ring", f'only applies to variant = "stream", not "{hints.variant}"')
     if hints.blocks_per_sm != "auto" and hints.variant not in ("stream", "fragment"):
         raise ChainError("schedule.blocks_per_sm", f'applies to variant = "stream" or "fragment", not "{hints.variant}"')
     if hints.variant == "stream" and block_m != 1:

@@ -115,6 +115,15 @@ class ScheduleHints(Strict):
             "stream only: rows a block holds in its ring, 2, 3 or 4, all but one in flight. " + AUTO
         ),
     )
+    ring: Literal["auto", "shared", "registers"] = Field(
+        **added_key("auto"),
+        json_schema_extra=described(
+            "stream only: where the next row's x waits while this row is reduced — 'shared': a shared-memory ring "
+            "of ring_slots rows filled by cp.async; 'registers': one row ahead in each thread's registers, loaded "
+            "before this row's reductions (no barrier for it; per-token side inputs keep a two-slot shared ring). "
+            "'auto': shared."
+        ),
+    )
     row_split: Literal["auto"] | int = Field(
         **added_key("auto"),
         json_schema_extra=described(

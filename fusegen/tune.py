@@ -85,9 +85,10 @@ class Candidate:
 
 
 def _concrete(s: Schedule) -> dict:
-    """A schedule's hints, every one concrete (row_split only where it splits: unsplit winners are written
-    as before the hint existed)."""
+    """A schedule's hints, every one concrete (row_split only where it splits, ring only where it is in
+    registers: other winners are written as before those hints existed)."""
     split = {"row_split": s.row_split} if s.row_split > 1 else {}
+    split |= {"ring": "registers"} if s.ring_in_registers else {}
     return split | {
         "variant": s.variant,
         "block_m": s.block_m,

@@ -122,6 +122,7 @@ class WinnerHints(Strict):
     ring_slots: Literal["auto"] | int = "auto"  # likewise
     # Left out of the hints at "auto", so the winners of every tuned kernel, and its identity, stay as they were.
     row_split: Literal["auto"] | int = Field(**added_key("auto"))
+    ring: Literal["auto", "shared", "registers"] = Field(**added_key("auto"))
 
 
 class BucketWinner(Strict):

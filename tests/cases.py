@@ -827,7 +827,30 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # The stream with its x ring in registers (schedule hint ring = "registers"): the next row loaded into each
+    # thread's own columns while this one is reduced. perf/probe93 ran the form, edited by hand, on the H200.
+    "stream_registers_ln_e5m2_2880": case(
+        "a register ring over a padded row: 360 vectors over 128 threads, five blocks an SM, no shared ring at all",
+        [LN, quant(fp8="e5m2")],
+        hidden=2880,
+        outputs={"y": False},
+        schedule={"variant": "stream", "threads": 128, "ring": "registers", "blocks_per_sm": 5},
+    ),
+    "stream_registers_rope_quant_y": case(
+        "a register ring beside cos/sin's two-slot shared ring, Y written, group 128",
+        [RMS, rope(64), quant(128)],
+        "float16",
+        schedule={"variant": "stream", "ring": "registers"},
+    ),
+    "stream_registers_add_fp32": case(
+        "a register ring for x while the residual is read in place, float32, residual_out written",
+        [ADD, RMS, quant()],
+        "float32",
+        hidden=2048,
+        schedule={"variant": "stream", "ring": "registers"},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

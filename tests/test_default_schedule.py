@@ -803,6 +803,38 @@ def test_a_pinned_ring_or_grid_is_kept_as_asked():
     assert s.blocks_per_sm == 3
 
 
+def test_a_register_ring_holds_one_row_ahead_and_takes_no_shared_ring_for_x():
+    """ring = "registers": x waits one row ahead in registers (plan buffer x_next, no x_ring); per-token side
+    inputs keep a two-slot shared ring; the blocks an SM are sized with the held row's words."""
+    hints = {"variant": "stream", "threads": 128, "ring": "registers"}
+    spec = KernelSpec.model_validate(
+        {"name": "k", "dtype": "float16", "hidden": 4096, "op": [RMS, rope(64), quant(128)], "schedule": hints}
+    )
+    route = plan(spec, "k.toml").routes[-1]
+    s = route.schedule
+    assert (s.variant, s.ring_in_registers, s.ring_slots) == ("stream", True, 2)
+    names = {b.name: b for b in route.scratch}
+    assert "x_ring" not in names and names["x_next"].scope == "fragment" and names["x_next"].dtype == "float16"
+    assert any("the next row's x loaded into registers" in why for why in s.reasons)
+    shared = planned([RMS, rope(64), quant(128)], "float16", 4096, schedule={"variant": "stream", "threads": 128})
+    assert not shared.ring_in_registers and s.blocks_per_sm <= shared.blocks_per_sm  # the held row's registers
+    assert planned([RMS], "float16", 512, schedule={"block_m": 1}).ring_in_registers is False  # auto: shared
+
+
+@pytest.mark.parametrize(
+    "hints, key, words",
+    [
+        ({"variant": "fragment", "ring": "registers"}, "schedule.ring", 'only applies to variant = "stream"'),
+        ({"ring": "shared"}, "schedule.ring", 'only applies to variant = "stream", not "auto"'),
+        ({"variant": "stream", "ring": "registers", "ring_slots": 3}, "schedule.ring_slots", "one row ahead"),
+    ],
+)
+def test_the_ring_hint_is_refused_where_it_cannot_apply(hints, key, words):
+    with pytest.raises(ChainError) as caught:
+        planned([RMS], "float16", 4096, schedule=hints)
+    assert caught.value.key == key and words in caught.value.message
+
+
 def test_variant_auto_streams_no_padded_row():
     """fp16 504 = 63 vectors: a short row the planner would stream if it split evenly stays one row a block
     while padded — the padded stream (each thread copying its own vectors) is not yet measured as a

@@ -241,7 +241,10 @@ def draw_schedule(rng: random.Random, spec: dict) -> dict:
     if joint_possible and variant in ("auto", "fragment", "stream"):
         schedule["joint_reduction"] = rng.choice(["auto", True, False])
     if variant == "stream":
-        schedule["ring_slots"] = rng.choice(["auto", 2] + ([3] if 3 * row_bytes <= RING_BYTES_LIMIT // 2 else []))
+        # README: ring = "registers" holds x one row ahead, beside a two-slot ring for per-token side inputs.
+        schedule["ring"] = rng.choice(["auto", "shared", "registers"])
+        deeper = [3] if 3 * row_bytes <= RING_BYTES_LIMIT // 2 and schedule["ring"] != "registers" else []
+        schedule["ring_slots"] = rng.choice(["auto", 2] + deeper)
     if variant == "splitk" and rng.random() < 0.5:
         threads = schedule.get("threads", 256)
         chunks = [k for k in (256, 512, 1024, 2048) if k <= spec["hidden"] and k % threads == 0 and k // threads <= 16]
@@ -527,6 +530,11 @@ def ring_slots_without_stream(rng, spec):
     return "schedule.ring_slots"
 
 
+def ring_without_stream(rng, spec):
+    spec["schedule"] = {"variant": rng.choice(["fragment", "reread"]), "ring": rng.choice(["shared", "registers"])}
+    return "schedule.ring"
+
+
 def mean_without_layernorm(rng, spec):
     spec["op"] = [op for op in spec["op"] if op["kind"] != "layernorm"] or [{"kind": "rmsnorm"}]
     spec["outputs"] = {"mean": True}
@@ -576,6 +584,7 @@ VIOLATIONS_BY_RULE = (
     threads_not_whole_warps,
     block_m_not_a_power_of_two,
     ring_slots_without_stream,
+    ring_without_stream,
     blocks_per_sm_past_the_sm,
     row_split_against_the_chain,
     joint_without_its_chain,
