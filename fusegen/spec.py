@@ -77,7 +77,7 @@ class ScheduleHints(Strict):
         default="auto",
         json_schema_extra=described(
             "fragment: row in registers, one block per row group; stream: a persistent grid whose blocks loop over rows "
-            "through a shared-memory ring; reread: the row read in tiles, for its norm's sums and again to finish each tile; naive (row in shared memory) and splitk (row in chunks): a chain of one "
+            "through a shared-memory ring (or one row ahead in registers: ring); reread: the row read in tiles, for its norm's sums and again to finish each tile; naive (row in shared memory) and splitk (row in chunks): a chain of one "
             f"{_whole_kernel_ops('naive')}. " + AUTO
         ),
     )
