@@ -193,7 +193,7 @@ def small_variant(spec: dict) -> KernelSpec:
     try:
         plan(shrunk, "<small variant>")
     except ChainError:
-        # The variant may not hold the small width (a stream ring cannot split 192 columns of heads of 96
-        # into whole vectors): the first-run shape then takes the planner's own variant.
+        # The variant may not hold the small width (a reread needs two tiles, which 256 columns do not
+        # make): the first-run shape then takes the planner's own variant.
         shrunk = shrunk.model_copy(update={"schedule": ScheduleHints()})
     return shrunk

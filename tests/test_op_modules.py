@@ -115,15 +115,18 @@ def test_the_small_variant_asks_each_op_to_shrink():
 
 
 def test_the_small_variant_keeps_the_variant_only_where_it_holds_the_small_width():
-    """Heads of 96 streamed at 768 columns shrink to 192 (two heads), which a stream ring cannot split into
-    whole 16-byte vectors per thread: the small variant takes the planner's variant instead of failing the
-    generated GPU test (a random spec); at 256 columns stream stays."""
+    """A reread RMSNorm of 4096 columns shrinks to 256, one tile — fewer than the two a reread takes: the
+    small variant takes the planner's variant instead of failing the generated GPU test. Heads of 96
+    streamed at 768 columns shrink to 192 (two heads), which the stream holds padded: stream stays."""
+    reread = {"name": "reread", "dtype": "bfloat16", "hidden": 4096, "schedule": {"variant": "reread"}, "op": [{"kind": "rmsnorm"}]}
+    assert plan(KernelSpec.model_validate(reread), "<test>").routes[-1].schedule.variant == "reread"
+    small = checking.small_variant(reread)
+    assert (small.hidden, small.schedule.variant) == (256, "auto")
+    plan(small, "<test>")
     heads = {"name": "heads96", "dtype": "bfloat16", "hidden": 768, "head_dim": 96, "schedule": {"variant": "stream"}}
     small = checking.small_variant({**heads, "op": [{"kind": "rope", "rope_dim": 32}]})
-    assert (small.hidden, small.schedule.variant) == (192, "auto")
-    plan(small, "<test>")
-    plain = {"name": "plain", "dtype": "bfloat16", "hidden": 1024, "schedule": {"variant": "stream"}, "op": [{"kind": "rmsnorm"}]}
-    assert checking.small_variant(plain).schedule.variant == "stream"
+    assert (small.hidden, small.schedule.variant) == (192, "stream")
+    assert plan(small, "<test>").routes[-1].schedule.padded_hidden == 256
 
 
 def test_a_failed_check_names_the_seed_that_replays_it(tmp_path):
