@@ -5,11 +5,12 @@ spec's tolerances (checking.run_and_compare) — and, where the chain writes res
 residual input passed as residual_out (the in-place update servers make).
 
     python scripts/gpu_hunt.py draw COUNT DIR [--seed N] [--hinted SHARE] [--widths W,W,...] [--narrow]
-                                                                            (here: DIR/specs, DIR/kernels)
+                                          [--specs-only]                  (here: DIR/specs, DIR/kernels)
     python scripts/gpu_hunt.py check DIR [DIR ...] [--jobs N]               (on the GPU machine)
 
 `draw` writes the specs and runs `fusegen build DIR/specs --out DIR/kernels` in DIR (no tuning file there,
-so every kernel has the planner's own schedule, as a user's new spec does). `check` prints a line per spec
+so every kernel has the planner's own schedule, as a user's new spec does); `--specs-only` writes the specs
+alone (a probe that builds its own variants of a seed's draws). `check` prints a line per spec
 (ok, or FAIL with each failure and the seed that replays it) and exits 1 if any failed.
 """
 
@@ -33,7 +34,7 @@ LARGEST_CHECKED = 16384  # a spec pinned to more tokens than this is drawn again
 CHECKED_TOKENS = (1, 3, 37, 255, 4096)
 
 
-def draw(count: int, directory: Path, seed: int, hinted: float, widths: tuple[int, ...], narrow: bool) -> int:
+def draw(count: int, directory: Path, seed: int, hinted: float, widths: tuple[int, ...], narrow: bool, specs_only: bool = False) -> int:
     from test_injection import dump
 
     from fusegen.schedule import narrow_row
@@ -51,6 +52,8 @@ def draw(count: int, directory: Path, seed: int, hinted: float, widths: tuple[in
         if written == count:
             break
     print(f"seed {seed}: {written} specs in {specs}", flush=True)
+    if specs_only:
+        return 0
     fusegen = Path(sys.executable).parent / "fusegen"
     return subprocess.run([str(fusegen), "build", "specs", "--out", "kernels"], cwd=directory).returncode
 
@@ -152,12 +155,14 @@ def main() -> int:
         help="comma-separated hidden sizes half the draws take (the others: the random-spec test's)",
     )
     drawing.add_argument("--narrow", action="store_true", help="keep only rows narrower than a warp's 16-byte vectors")
+    drawing.add_argument("--specs-only", action="store_true", help="write the specs, build nothing")
     checking = commands.add_parser("check")
     checking.add_argument("directories", type=Path, nargs="+")
     checking.add_argument("--jobs", type=int, default=8)
     args = parser.parse_args()
     if args.command == "draw":
-        return draw(args.count, args.directory, args.seed, args.hinted, tuple(int(w) for w in args.widths.split(",")), args.narrow)
+        widths = tuple(int(w) for w in args.widths.split(","))
+        return draw(args.count, args.directory, args.seed, args.hinted, widths, args.narrow, args.specs_only)
     return check(args.directories, args.jobs)
 
 
