@@ -520,7 +520,7 @@ CP_ASYNC_MIN_BYTES = 4
 
 def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     """The ring is filled by cp.async copies of whole vectors, which copy 4, 8 or 16 bytes: a vector of one
-    2-byte column cannot be one (bf16 256 columns over 256 threads). Where the row splits evenly into
+    2-byte column cannot be one. Where the row splits evenly into
     threads × vector columns, TileLang partitions one copy of it over the threads; where it does not (a
     padded row), each thread copies its own vectors and the last tile's are masked (codegen.stream_rows):
     TileLang's own partition of such rows narrowed its copies or did not compile (NOTES.md step 17)."""
@@ -538,7 +538,8 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
 def ring_splits_evenly(spec: KernelSpec, schedule: Schedule) -> bool:
     """Whether the ring's row copy splits evenly into every thread's whole vectors (one TileLang copy), as
     in every stream the planner chooses itself: the masked per-thread copy of a padded row is taken only
-    where a hint or a tuning winner asks for it, until a measurement says where it wins."""
+    where a hint or a tuning winner asks for it (streamed, 11 of 12 padded rows ran slower than their
+    fragment programs; perf/probe91)."""
     return schedule.vector_bytes >= CP_ASYNC_MIN_BYTES and spec.hidden % (schedule.threads * schedule.vector_elems) == 0
 
 
