@@ -381,6 +381,8 @@ class KernelFrame:
         (slots − 1) rows' groups leaves exactly the current row's copies complete. The caller indents the
         chain 4 spaces under it."""
         side_rings = [(t.param, staged_buffer(t.param), t.shape[1].size, t.index) for t in per_token]
+        # The shared rings, each one cp.async group a row.
+        rings = [ring for _, ring, _, _ in side_rings] if x_in_registers else ["x_ring"] + [ring for _, ring, _, _ in side_rings]
         threads, vector, chunks = (rendered(e) for e in (self.layout.row_threads, self.layout.vector, self.layout.chunks))
 
         def row_copy(token: str, slot: str) -> list[str]:
@@ -407,7 +409,7 @@ class KernelFrame:
             ]
             if not guarded or not copies:
                 return copies
-            empty = ["T.ptx_commit_group()"] * (len(side_rings) + (not x_in_registers))
+            empty = ["T.ptx_commit_group()"] * len(rings)
             return [f"if {token} < {self.tokens}:", *indent(copies, 4), "else:", *indent(empty, 4)]
 
         ahead, grid = slots - 1, STREAM_GRID
@@ -415,31 +417,29 @@ class KernelFrame:
         load = f'T.cast({source}, "float32")' if x_in_registers else source
         if self.layout.pads_columns:
             load = f'T.if_then_else(j < {HIDDEN}, T.cast({source}, "float32"), 0.0)'
-        groups = ahead * (len(side_rings) + (not x_in_registers))
-        ring_names = [ring for _, ring, _, _ in side_rings] if x_in_registers else ["x_ring"] + [ring for _, ring, _, _ in side_rings]
-        held = [self.alloc("x_next"), self.pin_row_layout("x_next"), "T.copy(X[block, 0], x_next)"] if x_in_registers else []
-        next_row = [f"if token + {grid} < {self.tokens}:", f"    T.copy(X[token + {grid}, 0], x_next)"] if x_in_registers else []
+        read_row = [self.loop(("j", self.columns)), f"    row[{self.at('j')}] = {load}"]
+        fetch_ahead = fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True)
+        wait = [f"T.ptx_wait_group({ahead * len(rings)})"] if rings else []
+        if x_in_registers:
+            prologue = [self.alloc("x_next"), self.pin_row_layout("x_next"), "T.copy(X[block, 0], x_next)"]
+            # The row leaves x_next before the next row's load is issued into it; that load is in flight
+            # through this row's reductions and is waited for where the next step reads it.
+            step = [*read_row, f"if token + {grid} < {self.tokens}:", f"    T.copy(X[token + {grid}, 0], x_next)", *fetch_ahead, *wait]
+        else:
+            prologue = []
+            step = [*fetch_ahead, *wait, *read_row]
         return [
             # The launch bound lets ptxas keep blocks_per_sm blocks resident, as the grid assumes.
             f"T.annotate_min_blocks_per_sm({rendered(blocks_per_sm)})",
-            *held,
-            *(self.alloc(ring) for ring in ring_names),
+            *prologue,
+            *(self.alloc(ring) for ring in rings),
             # The block's first row exists (the grid is never larger than the token count).
             *fetch("block", "0", guarded=False),
             *(line for k in range(1, ahead) for line in fetch(f"block + {k} * {grid}", str(k), guarded=True)),
             f"for step in T.serial(T.ceildiv({self.tokens} - block, {grid})):",
             f"    token = block + step * {grid}",
-            *([f"    slot = step % {slots}"] if ring_names else []),
-            *(
-                # The row leaves x_next before the next row's load is issued into it; that load is in flight
-                # through this row's reductions and is waited for where the next step reads it.
-                [f"    {self.loop(('j', self.columns))}", f"        row[{self.at('j')}] = {load}", *indent(next_row, 4)]
-                if x_in_registers
-                else []
-            ),
-            *indent(fetch(f"token + {ahead} * {grid}", f"(step + {ahead}) % {slots}", guarded=True), 4),
-            *([f"    T.ptx_wait_group({groups})"] if ring_names else []),
-            *([] if x_in_registers else [f"    {self.loop(('j', self.columns))}", f"        row[{self.at('j')}] = {load}"]),
+            *([f"    slot = step % {slots}"] if rings else []),
+            *indent(step, 4),
         ]
 
     @property

@@ -306,7 +306,7 @@ def structure_summary(route: Route, parameters: tuple[str, ...] = ()) -> str:
     )
 
 
-def _ring_words(s) -> str:
+def _ring_words(s: Schedule) -> str:
     return "register ring (the next row in registers)" if s.ring_in_registers else f"{s.ring_slots}-slot ring"
 
 

@@ -506,7 +506,8 @@ def _stream_ring_bytes(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[
     layout, so a slot spans the padding too) unless x waits in registers (`x_shared` False), and every
     per-token side input when prefetched."""
     per_token = sum(t.shape[1].size * 4 for t in side_inputs if t.per_token_row) if schedule.prefetch else 0
-    return slots * (schedule.padded_hidden * DTYPE_BYTES[spec.dtype] * x_shared + per_token)
+    x_row = schedule.padded_hidden * DTYPE_BYTES[spec.dtype] if x_shared else 0
+    return slots * (x_row + per_token)
 
 
 def columns_multiple(spec: KernelSpec) -> int:
@@ -520,10 +521,10 @@ CP_ASYNC_MIN_BYTES = 4
 
 def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     """The ring is filled by cp.async copies of whole vectors, which copy 4, 8 or 16 bytes: a vector of one
-    2-byte column cannot be one. Where the row splits evenly into
-    threads × vector columns, TileLang partitions one copy of it over the threads; where it does not (a
-    padded row), each thread copies its own vectors and the last tile's are masked (codegen.stream_rows):
-    TileLang's own partition of such rows narrowed its copies or did not compile (NOTES.md step 17)."""
+    2-byte column cannot be one. Where the row splits evenly into threads × vector columns, TileLang
+    partitions one copy of it over the threads; where it does not (a padded row), each thread copies its
+    own vectors and the last tile's are masked (codegen.stream_rows): TileLang's own partition of such rows
+    narrowed its copies or did not compile (NOTES.md step 17)."""
     if schedule.vector_bytes >= CP_ASYNC_MIN_BYTES:
         return
     key = "schedule.threads" if spec.schedule.threads != "auto" else "schedule.variant"
@@ -535,7 +536,7 @@ def _check_ring_copy_width(spec: KernelSpec, schedule: Schedule) -> None:
     )
 
 
-def ring_splits_evenly(spec: KernelSpec, schedule: Schedule) -> bool:
+def _ring_splits_evenly(spec: KernelSpec, schedule: Schedule) -> bool:
     """Whether the ring's row copy splits evenly into every thread's whole vectors (one TileLang copy), as
     in every stream the planner chooses itself: the masked per-thread copy of a padded row is taken only
     where a hint or a tuning winner asks for it (streamed, 11 of 12 padded rows ran slower than their
@@ -1497,7 +1498,7 @@ def _stream_row(spec: KernelSpec, fragment: Schedule) -> Schedule | None:
             row = _row_schedule(spec, 1, threads, multiple, threads_by="the stream's fewest threads holding the row in 16-byte vectors")
         except ChainError:  # the row does not fit in registers at this thread count
             continue
-        if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and ring_splits_evenly(spec, row):
+        if row.elems_per_thread <= WIDE_STREAM_MAX_ELEMS_PER_THREAD and row.vector_bytes == 16 and _ring_splits_evenly(spec, row):
             return row
     return None
 
@@ -1628,7 +1629,7 @@ def _few_warps_bound(spec: KernelSpec, row: Schedule, crowding: tuple[Stage, ...
 
     if holds(bound):
         return bound
-    if ring_splits_evenly(spec, row):
+    if _ring_splits_evenly(spec, row):
         return FEW_WARPS_OVERFLOW
     return next((blocks for blocks in range(bound - 1, FEW_WARPS_MIN_BLOCKS - 1, -1) if holds(blocks)), None)
 
@@ -1799,7 +1800,7 @@ def with_variant(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor
     if why is None:
         fragment = "variant auto → fragment: the whole row fits in registers, so x is read once"
         return with_fragment_residency(spec, replace(schedule, reasons=schedule.reasons + (fragment,)), side_inputs)
-    if not ring_splits_evenly(spec, schedule):
+    if not _ring_splits_evenly(spec, schedule):
         fragment = (
             f"variant auto → fragment: {why}, but {spec.hidden} columns do not split into {schedule.threads} threads' whole "
             f'vectors, and a padded row streams only where hinted (variant = "stream"): not measured as a default'
