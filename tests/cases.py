@@ -823,13 +823,9 @@ CASES = {
         head_dim=64,
         schedule={"variant": "reread", "threads": 192},
     ),
-}
-
-# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
-# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {
     # The stream with its x ring in registers (schedule hint ring = "registers"): the next row loaded into each
-    # thread's own columns while this one is reduced. perf/probe93 ran the form, edited by hand, on the H200.
+    # thread's own columns while this one is reduced. Passed the GPU matrix and racecheck on the H200
+    # (2026-12-04, 62c1987; perf/probe94).
     "stream_registers_ln_e5m2_2880": case(
         "a register ring over a padded row: 360 vectors over 128 threads, five blocks an SM, no shared ring at all",
         [LN, quant(fp8="e5m2")],
@@ -851,6 +847,10 @@ PENDING_GPU_CASES: dict = {
         schedule={"variant": "stream", "ring": "registers"},
     ),
 }
+
+# Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
+# they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
+PENDING_GPU_CASES: dict = {}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64
