@@ -2,7 +2,7 @@
 winners in the tuning file that `fusegen build` reads.
 
 A candidate is the spec with concrete schedule hints (variant × threads × block_m × prefetch × joint
-reduction × blocks per SM × ring slots over what the spec leaves "auto"). Each one must compile, pass
+reduction × blocks per SM × ring slots × where the stream's next row waits, over what the spec leaves "auto"). Each one must compile, pass
 every CUDA check — so a replicated row layout, the silent 5–16× slow case, can never be chosen — and
 match its reference on fresh random inputs before it is timed (CUDA-graph replays, inputs rotated past
 L2, as `fusegen bench` times). A candidate replaces the planner's own choice only when it is faster by
@@ -132,6 +132,7 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         "variant": ("fragment", "stream", "reread") if spec.schedule.variant == "auto" else (spec.schedule.variant,),
         "blocks_per_sm": ("auto", *BLOCKS_PER_SM_CHOICES),
         "ring_slots": ("auto", 3),  # auto: the planner's two slots
+        "ring": ("auto", "registers"),
     }
     free = {key: values for key, values in axes.items() if key not in pinned}
     default = plan(spec, "<tune>")
@@ -150,6 +151,10 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
     combos = [dict(zip(free, combo)) for combo in itertools.product(*free.values())] + [{"row_split": parts} for parts in splits]
     for chosen in combos:
         if chosen.get("variant") == "stream" and chosen.get("joint_reduction", "auto") != "auto":
+            continue
+        # The register ring is the stream's, one row ahead: no slots to choose (schedule.with_stream).
+        streamed = chosen.get("variant", spec.schedule.variant) == "stream"
+        if chosen.get("ring") == "registers" and (not streamed or chosen.get("ring_slots", "auto") != "auto"):
             continue
         hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **chosen})
         variant = spec.model_copy(update={"schedule": hints})
@@ -175,7 +180,7 @@ def as_built(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: P
 
 
 # `fusegen tune --quick` times the planner's own schedule and the candidates these rules rank highest.
-QUICK_CANDIDATES = 8
+QUICK_CANDIDATES = 10
 
 
 def rank_key(p: Plan) -> tuple:
@@ -281,21 +286,43 @@ def _full_sm(found: list[Candidate]) -> list[Candidate]:
     return sorted(picked, key=lambda c: rank_key(c.plan))[:QUICK_FULL_SM]
 
 
+# The stream with the next row in registers (ring = "registers") at the planner's thread count, timed against the
+# planner's program on 24 held-out rows (perf/probe94, H200, 16384 tokens): at the most blocks an SM that ptxas
+# compiles without a spill it won where the planner's program ran under 0.91 × copy (bf16 LayerNorm → e5m2 2880
+# 0.79 → 0.86, fp16 RoPE → FP8 18432 0.74 → 0.90, fp16 LayerNorm → RoPE → FP8 16384 0.74 → 0.86) and lost 6–10 %
+# where it ran above 0.92; nothing the planner knows before timing told the two apart. Quick times the two with
+# the most blocks an SM, where those wins were.
+QUICK_REGISTER_RINGS = 2
+
+
+def _register_rings(found: list[Candidate]) -> list[Candidate]:
+    """Streams of one row a block holding the next row in registers, on the planner's own thread count, the
+    QUICK_REGISTER_RINGS most blocks an SM first; of those at one count the one rank_key puts first."""
+    own = found[0].plan.schedule
+    by_blocks: dict[int, list[Candidate]] = {}
+    for c in found[1:]:
+        s = c.plan.schedule
+        if s.ring_in_registers and s.threads == own.threads and s.block_m == 1 and s.row_split == 1:
+            by_blocks.setdefault(s.blocks_per_sm, []).append(c)
+    most = sorted(by_blocks, reverse=True)[:QUICK_REGISTER_RINGS]
+    return [min(by_blocks[blocks], key=lambda c: rank_key(c.plan)) for blocks in most]
+
+
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads),
-    two programs of 24 warps an SM (_full_sm) and the others rank_key puts first up to `count`, taken from
-    each variant in turn: which variant wins moved with the chain and the width (NOTES.md steps 14–15), so
-    neither is left out."""
+    two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings)
+    and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
+    moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
     bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
-    bounds += [c for c in _full_sm(found) if c not in bounds]
+    bounds += [c for c in _full_sm(found) + _register_rings(found) if c not in bounds]
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:
             by_variant.setdefault(candidate.plan.schedule.variant, []).append(candidate)
     turns = itertools.zip_longest(*by_variant.values())
     ranked = [c for turn in turns for c in turn if c is not None]
-    return [found[0], *bounds, *ranked[: count - 1 - len(bounds)]]
+    return [found[0], *bounds, *ranked][:count]
 
 
 def _compile_and_check(kernel_py: str, candidate_plan: Plan) -> str | None:

@@ -392,12 +392,22 @@ def test_a_tuning_file_that_cannot_be_one_is_refused_without_reading_it_all(tmp_
 
 
 def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_variant():
-    from fusegen.tune import QUICK_BOUNDS, _full_sm, _more_threads, _tight_bounds, quick_candidates, rank_key, winners
+    from fusegen.tune import (
+        QUICK_BOUNDS,
+        QUICK_CANDIDATES,
+        _full_sm,
+        _more_threads,
+        _register_rings,
+        _tight_bounds,
+        quick_candidates,
+        rank_key,
+        winners,
+    )
 
     spec = spec_of(hidden=5120, dtype="bfloat16")
     found = candidates(spec)
-    quick = quick_candidates(found, 8)
-    assert quick[0] is found[0] and len(quick) == 8 < len(found)
+    quick = quick_candidates(found, QUICK_CANDIDATES)
+    assert quick[0] is found[0] and len(quick) == QUICK_CANDIDATES < len(found)
     assert {c.plan.schedule.variant for c in quick} == {"fragment", "stream"}
     # Next the planner's own schedule under its tightest launch bounds past two, tightest first.
     own = found[0].plan.schedule
@@ -413,7 +423,7 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
         )
     # The rest ranked by the planner's rules: no candidate left out ranks above the worst one taken of its
     # variant, past those quick always takes (the bounds, twice the threads, a full SM).
-    fixed = [*_tight_bounds(found), *_more_threads(found), *_full_sm(found)]
+    fixed = [*_tight_bounds(found), *_more_threads(found), *_full_sm(found), *_register_rings(found)]
     for variant in ("fragment", "stream"):
         taken = [rank_key(c.plan) for c in quick[1:] if c not in fixed and c.plan.schedule.variant == variant]
         left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
@@ -422,8 +432,37 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
     for i, c in enumerate(quick):
         c.median_us = {bucket.measured_at: 100.0 - i for bucket in BUCKETS}
     chosen = winners(spec, quick, Measured()).buckets
-    assert {b.median_us for b in chosen} == {93.0} and {b.planner_median_us for b in chosen} == {100.0}
+    assert {b.median_us for b in chosen} == {100.0 - QUICK_CANDIDATES + 1} and {b.planner_median_us for b in chosen} == {100.0}
     assert chosen[0].hints.model_dump() == WinnerHints.model_validate(quick[-1].hints).model_dump()
+
+
+def test_quick_also_times_streams_holding_the_next_row_in_registers_at_the_most_blocks():
+    """bf16 LayerNorm → e5m2 2880 (the sweep's slowest row): the register ring at the planner's 128 threads won
+    at six blocks an SM and tied at four (perf/probe94). Tune's candidates carry the ring only on streams,
+    whose hints plan the same schedule again; quick takes the two with the most blocks an SM."""
+    from fusegen.tune import QUICK_REGISTER_RINGS, quick_candidates
+
+    spec = KernelSpec.model_validate(
+        {
+            "name": "k",
+            "dtype": "bfloat16",
+            "hidden": 2880,
+            "op": [{"kind": "layernorm"}, {"kind": "quant_fp8", "fp8": "e5m2"}],
+            "outputs": {"y": False},
+        }
+    )
+    found = candidates(spec)
+    rings = [c for c in found if c.plan.schedule.ring_in_registers]
+    assert rings and all(c.plan.schedule.variant == "stream" and c.hints["ring"] == "registers" for c in rings)
+    assert all("ring" not in c.hints for c in found if not c.plan.schedule.ring_in_registers)
+    for c in rings:
+        again = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update=c.hints)}), "<tune>")
+        assert replace(again.schedule, reasons=()) == replace(c.plan.schedule, reasons=())
+    own_threads = found[0].plan.schedule.threads
+    most = sorted({c.plan.schedule.blocks_per_sm for c in rings if c.plan.schedule.threads == own_threads}, reverse=True)
+    taken = [c.plan.schedule for c in quick_candidates(found) if c.plan.schedule.ring_in_registers]
+    assert {(s.threads, s.blocks_per_sm) for s in taken} >= {(own_threads, b) for b in most[:QUICK_REGISTER_RINGS]}
+    assert len(most) >= QUICK_REGISTER_RINGS and most[0] >= 6
 
 
 def test_where_the_planner_streams_quick_also_times_the_fragment_program_it_replaced():
