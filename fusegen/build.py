@@ -31,7 +31,7 @@ from .errors import ChainError, SpecError, UsageError
 from .locate import line_of
 from .model import Plan, Route
 from .plan import PLANNER_ORIGIN, CompiledBound, plan
-from .schedule import PTXAS_SPILL_RELAX_BYTES, ptxas_bound_trials
+from .schedule import ptxas_bound_trials
 from .spec import KernelSpec, load_spec, unreadable_reason
 from .strict import Strict
 from .tuning import TUNING_FILE, UNTUNED, Tuning
@@ -194,11 +194,10 @@ def _bounded(p: Plan, bounds: tuple[CompiledBound, ...]) -> Plan:
 def _ptxas_bounds(
     plans: list[Plan], programs: list[list[tuple[str, Resources | None]]], trials: Path, jobs: int, verbose: bool
 ) -> dict[int, tuple[CompiledBound, ...]]:
-    """By kernel index, the launch bounds ptxas meets spilling fewer than PTXAS_SPILL_RELAX_BYTES for the
-    planner's programs that its registers keep in few warps an SM, or that spilled that much or more under the
-    planner's bound (schedule.ptxas_bound_trials): each such route compiled under each bound it may take, the
-    most blocks whose program spilled at most a few words kept. Kernels with a tuned route keep what was
-    measured."""
+    """By kernel index, the launch bounds ptxas meets without a spill for the planner's programs that its
+    registers keep in few warps an SM, or that spilled under the planner's bound (schedule.ptxas_bound_trials):
+    each such route compiled under each bound it may take, the most blocks whose program did not spill kept.
+    Kernels with a tuned route keep what was measured."""
     wanted: dict[int, list[tuple[Route, Resources, tuple[int, ...]]]] = {}
     for index, (p, compiled) in enumerate(zip(plans, programs)):
         if any(route.origin != PLANNER_ORIGIN for route in p.routes):
@@ -233,11 +232,10 @@ def _ptxas_bounds(
             for route in served:
                 blocks = route.schedule.blocks_per_sm
                 best = found.setdefault(index, {}).get(route.first_tokens)
-                few_spilled = resources is not None and resources.stack_bytes < PTXAS_SPILL_RELAX_BYTES
-                if route.first_tokens in planned and few_spilled and (best is None or blocks > best.blocks):
+                if route.first_tokens in planned and resources and resources.stack_bytes == 0 and (best is None or blocks > best.blocks):
                     as_planned = planned[route.first_tokens]
                     found[index][route.first_tokens] = CompiledBound(
-                        route.first_tokens, blocks, resources.registers, as_planned.registers, as_planned.stack_bytes, resources.stack_bytes
+                        route.first_tokens, blocks, resources.registers, as_planned.registers, as_planned.stack_bytes
                     )
     shutil.rmtree(trials, ignore_errors=True)
     return {index: tuple(bounds.values()) for index, bounds in found.items() if bounds}

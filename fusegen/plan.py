@@ -402,16 +402,15 @@ PLANNER_ORIGIN = "planner rules (no tuning entry for this kernel)"
 @dataclass(frozen=True)
 class CompiledBound:
     """A launch bound `fusegen build` found for the planner's route starting at `first_tokens` by compiling it
-    (build.stage, schedule.ptxas_bound_trials): `blocks` per SM, met by ptxas at `registers` a thread with a
-    stack frame of `stack_bytes` (a spill of a few words at most), where under the planner's own bound it gave
-    `planned_registers` and a stack frame of `planned_stack_bytes`."""
+    (build.stage, schedule.ptxas_bound_trials): `blocks` per SM, met by ptxas without a spill at `registers`
+    a thread, where under the planner's own bound it gave `planned_registers` and a stack frame of
+    `planned_stack_bytes` (a spill)."""
 
     first_tokens: int
     blocks: int
     registers: int
     planned_registers: int
     planned_stack_bytes: int = 0
-    stack_bytes: int = 0
 
 
 def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
@@ -419,8 +418,7 @@ def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
     if bound is None:
         return route
     s = route.schedule
-    spill = f"with {bound.stack_bytes} bytes a thread spilled (a few words)" if bound.stack_bytes else "without a spill"
-    met = f"under a launch bound of {bound.blocks} it gave {bound.registers} {spill} (schedule.ptxas_bound_trials)"
+    met = f"under a launch bound of {bound.blocks} it gave {bound.registers} without a spill (schedule.ptxas_bound_trials)"
     if bound.blocks < (s.blocks_per_sm or 1):
         why = (
             f"lowered to {bound.blocks} block(s) per SM by compiling it: under the planner's bound of {s.blocks_per_sm} ptxas spilled "

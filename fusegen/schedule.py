@@ -1342,7 +1342,7 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # known once it is compiled (compile.ptxas_resources, no GPU), so `fusegen build` compiles the planner's
 # program, and where ptxas's registers (or its bound) keep it in fewer than FULL_SM_WARPS warps an SM,
 # compiles it again under one to PTXAS_BOUND_EXTRA_BLOCKS more blocks and keeps the most that ptxas met
-# spilling at most a few words (build.stage; below PTXAS_SPILL_RELAX_BYTES). Held out before it was built (perf/probe74, H200, 16384 tokens: a fresh draw,
+# without a spill (build.stage). Held out before it was built (perf/probe74, H200, 16384 tokens: a fresh draw,
 # 18 rows held in at most 24 warps that had such a bound; the same code under another bound): 1.050 × in
 # geometric mean, eight rows faster by 4–24 % — fp16 LayerNorm → rescale → RoPE → FP8 8192 0.72 → 0.89 × copy
 # (three blocks of 256 at 80 registers, ptxas had kept two at 115), fp16 RMSNorm → rescale → RoPE → FP8 11264
@@ -1351,12 +1351,11 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # None of the five rows held in 24 warps gained (−0.6 … −0.1 %), and the model library's QK-norm → RoPE
 # kernels held there lost 2–3 % under eight blocks of 128 (Qwen3-8B q 0.93 → 0.91, Gemma 3 q 0.94 → 0.91;
 # perf/probe75): 24 warps fill the SM (fp8_row_full_sm), so the rule takes rows held in fewer — over
-# probe74's 13 such rows 1.072 ×. A few words spilled under the tighter bound cost less than the block it adds:
-# fit73_07 at six blocks, 8 bytes, +1 % (perf/probe73); a full tune's winners of two held-out bf16/fp16 LayerNorm
-# → RoPE → FP8 14336 rows were the planner's 256 threads under three blocks, spilling 8 and 16 bytes: +9 % and
-# +21 % (perf/probe95); and the spilling bound won three of four such pairs the other way (probe84, below).
-# Programs tuned, hinted or split keep what they have; those of several rows a block are not raised (a
-# spilling one is lowered: below).
+# probe74's 13 such rows 1.072 ×. Where the tighter bound spilled, probe73's gains shrank or turned, so a bound
+# that spills is never kept: keeping those spilling under PTXAS_SPILL_RELAX_BYTES (after two held-out 14336-column
+# rows gained 9 and 21 % so in perf/probe95's tune) lost on a fresh draw — 12 programs it changed, 0.978 ×
+# geometric mean, 10 slower by up to 6 %, one 6 % faster (perf/probe96). Programs tuned, hinted or split keep what they have; those of several rows a block
+# are not raised (a spilling one is lowered: below).
 PTXAS_BOUND_EXTRA_BLOCKS = 3
 # The other way: the planner's own bound (its register estimate's, or a rule's) that ptxas meets only by
 # spilling. Timed on the H200 (perf/probe84, 16384 tokens: seven fragment programs the planner bounded at two
@@ -1366,7 +1365,7 @@ PTXAS_BOUND_EXTRA_BLOCKS = 3
 # 0.83 → 0.93, fp16 RoPE → FP8 18432 on 576 threads 0.66 → 0.74); where it spilled 8–24 bytes (a few words,
 # reloaded once) the spilling bound won three of four, by up to 46 % — the blocks it keeps outweigh them. So
 # `fusegen build` compiles a planner's fragment or reread program that spilled at least this many bytes under
-# each lower bound and keeps the most blocks ptxas meets spilling fewer. Held out (perf/probe85: 13 fresh
+# each lower bound and keeps the most blocks ptxas meets without a spill. Held out (perf/probe85: 13 fresh
 # programs the rule lowers, of 120 drawn with bounds of two blocks or more): 1.16 × geometric mean, 11 faster
 # (fp32 RMSNorm → RoPE 24576 0.37 → 0.94, fp16 add → LayerNorm → FP8 24576 0.81 → 0.97), two slower by 3 and 5 %
 # at 32 and 40 bytes spilled.
