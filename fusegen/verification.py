@@ -60,10 +60,20 @@ def render(report: dict, sanitizer_logs: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+USAGE = "usage: python -m fusegen.verification REPORT.json OUT.md [SANITIZER.log ...]"
+
+
 def main(argv: list[str]) -> int:
-    report = json.loads(Path(argv[0]).read_text())
+    if len(argv) < 2 or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    try:
+        report = json.loads(Path(argv[0]).read_text())
+        logs = {Path(log).stem: Path(log).read_text() for log in argv[2:]}
+    except (OSError, ValueError) as error:
+        print(one_line(f"fusegen.verification: {error}"), file=sys.stderr)
+        return 2
     out = Path(argv[1])
-    logs = {Path(log).stem: Path(log).read_text() for log in argv[2:]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(report, logs))
     print(one_line(f"wrote {out}"))

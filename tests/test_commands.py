@@ -219,3 +219,13 @@ def test_a_reader_that_stops_early_ends_no_traceback():
     _, err = process.communicate(timeout=60)
     assert process.returncode == 141, err
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err
+
+
+@pytest.mark.parametrize("arguments", [[], ["--help"], ["/nonexistent/report.json", "out.md"]])
+def test_the_verification_writer_answers_bad_arguments_with_one_line(arguments, tmp_path):
+    """`python -m fusegen.verification`, run after a GPU session: a usage line or the unreadable file, exit 2."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fusegen.verification", *arguments], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "out.md").exists()
