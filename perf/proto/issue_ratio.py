@@ -1,59 +1,31 @@
-"""The issue ratio of a generated kernel's program of many tokens: the time an SM takes to issue one row's
-instructions (PTX instructions of the program, straight-line as the generator unrolls them, × its warps a row,
-at four warp-instructions a clock) over the time the copy ceiling moves the row's ledger bytes on one SM.
-A static count of PTX, not SASS (no cuobjdump on the CPU machines): a signal to sort rows by, not a model.
+"""The issue ratio of built kernels, one number a kernel to sort rows by: the inverse of ptx_census.py's issue
+ceiling (NOTES.md step 22) counted in PTX — the PTX instructions of the program a kernel runs at its sweep
+count, straight-line as the generator unrolls a fragment program, × its warps a row, over what the H200's
+schedulers issue while the copy ceiling moves the row's ledger bytes. Above 1 a row's instructions take longer
+to issue than its bytes take to move. Static PTX, not what executes (NOTES.md steps 24 and 29): a filter, not
+a model. perf/probe97 held it out.
 
     python perf/proto/issue_ratio.py KERNEL_DIR [KERNEL_DIR ...]"""
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import tilelang
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from issue_estimate import sweep_program  # noqa: E402  (sibling scripts)
+from ptx_census import ISSUE_PER_SECOND, compiled  # noqa: E402
 
-TILELANG = Path(tilelang.__file__).parent
-NVCC = "nvcc"
-CLOCK_HZ = 1.98e9  # H200 boost
-SMS = 132
 COPY_BYTES_PER_S = 4.23e12  # torch's copy on the H200 (BENCHMARKS.md)
-ISSUE_PER_CLOCK = 4  # warp-instructions an SM issues a clock, one per scheduler
-
-
-def last_program(source: str, name: str) -> str:
-    """The CUDA file with only its last program (a kernel of two routes defines its function twice)."""
-    declaration = f'extern "C" __global__ void {name}('
-    starts = [m.start() for m in re.finditer(re.escape(declaration), source)]
-    declared = [i for i in starts if source[i : source.index("\n", i)].rstrip().endswith(";")]
-    return source[: starts[0]] + source[declared[-1] :]
-
-
-def ptx_instructions(kernel_cu: Path, name: str) -> int:
-    with tempfile.TemporaryDirectory() as scratch:
-        cu, ptx = Path(scratch) / "k.cu", Path(scratch) / "k.ptx"
-        cu.write_text(last_program(kernel_cu.read_text(), name))
-        includes = [f"-I{TILELANG / 'src'}", f"-I{TILELANG / '3rdparty' / 'cutlass' / 'include'}"]
-        subprocess.run(
-            [NVCC, "-ptx", "-arch=sm_90a", "-std=c++17", "-O3", "-DENABLE_BF16", *includes, str(cu), "-o", str(ptx)],
-            check=True,
-            capture_output=True,
-        )
-        lines = ptx.read_text().splitlines()
-    entry = max(i for i, line in enumerate(lines) if ".entry" in line)
-    return sum(1 for line in lines[entry:] if line.strip().endswith(";") and not line.strip().startswith((".", "//", "$", "{", "}")))
 
 
 def issue_ratio(kernel_dir: Path) -> tuple[float, int]:
-    p = json.loads((kernel_dir / "plan.json").read_text())
-    s = p["routes"][-1]["schedule"]
-    instructions = ptx_instructions(kernel_dir / "kernel.cu", f"{p['name']}_kernel")
-    issue_s = instructions * (s["threads"] // 32) / ISSUE_PER_CLOCK / CLOCK_HZ
-    row_bytes = sum(entry["bytes_per_token"] for entry in p["ledger"]["fused"])
-    return issue_s / (row_bytes / (COPY_BYTES_PER_S / SMS)), instructions
+    """(the ratio, the program's PTX instructions) of a `fusegen build` kernel directory."""
+    plan, schedule, source = sweep_program(kernel_dir)
+    ptx_instructions = compiled(source)[0]
+    warp_instructions = ptx_instructions * (schedule["threads"] // 32) / schedule["block_m"]
+    row_bytes = sum(entry["bytes_per_token"] for entry in plan["ledger"]["fused"])
+    return warp_instructions / ISSUE_PER_SECOND / (row_bytes / COPY_BYTES_PER_S), ptx_instructions
 
 
 if __name__ == "__main__":
