@@ -1352,10 +1352,10 @@ def fp8_row_full_sm(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Ten
 # kernels held there lost 2–3 % under eight blocks of 128 (Qwen3-8B q 0.93 → 0.91, Gemma 3 q 0.94 → 0.91;
 # perf/probe75): 24 warps fill the SM (fp8_row_full_sm), so the rule takes rows held in fewer — over
 # probe74's 13 such rows 1.072 ×. Where the tighter bound spilled, probe73's gains shrank or turned, so a bound
-# that spills is never kept: keeping those spilling under PTXAS_SPILL_RELAX_BYTES (after two held-out 14336-column
-# rows gained 9 and 21 % so in perf/probe95's tune) lost on a fresh draw — 12 programs it changed, 0.978 ×
-# geometric mean, 10 slower by up to 6 %, one 6 % faster (perf/probe96). Programs tuned, hinted or split keep what they have; those of several rows a block
-# are not raised (a spilling one is lowered: below).
+# that spills is never kept: keeping those spilling under PTXAS_SPILL_RELAX_BYTES (after two held-out
+# 14336-column rows gained 9 and 21 % so in perf/probe95's tune) lost on a fresh draw — 12 programs it changed,
+# 0.978 × geometric mean, 10 slower by up to 6 %, one 6 % faster (perf/probe96). Programs tuned, hinted or split
+# keep what they have; those of several rows a block are not raised (a spilling one is lowered: below).
 PTXAS_BOUND_EXTRA_BLOCKS = 3
 # The other way: the planner's own bound (its register estimate's, or a rule's) that ptxas meets only by
 # spilling. Timed on the H200 (perf/probe84, 16384 tokens: seven fragment programs the planner bounded at two

@@ -2,10 +2,10 @@
 winners in the tuning file that `fusegen build` reads.
 
 A candidate is the spec with concrete schedule hints (variant × threads × block_m × prefetch × joint
-reduction × blocks per SM × ring slots × where the stream's next row waits, over what the spec leaves "auto"). Each one must compile, pass
-every CUDA check — so a replicated row layout, the silent 5–16× slow case, can never be chosen — and
-match its reference on fresh random inputs before it is timed (CUDA-graph replays, inputs rotated past
-L2, as `fusegen bench` times). A candidate replaces the planner's own choice only when it is faster by
+reduction × blocks per SM × ring slots × where the stream's next row waits, over what the spec leaves
+"auto"). Each one must compile, pass every CUDA check — so a replicated row layout, the silent 5–16× slow
+case, can never be chosen — and match its reference on fresh random inputs before it is timed (CUDA-graph
+replays, inputs rotated past L2, as `fusegen bench` times). A candidate replaces the planner's own choice only when it is faster by
 more than MARGIN, so noise does not churn the file.
 """
 
@@ -290,8 +290,9 @@ def _full_sm(found: list[Candidate]) -> list[Candidate]:
 # planner's program on 24 held-out rows (perf/probe94, H200, 16384 tokens): at the most blocks an SM that ptxas
 # compiles without a spill it won where the planner's program ran under 0.91 × copy (bf16 LayerNorm → e5m2 2880
 # 0.79 → 0.86, fp16 RoPE → FP8 18432 0.74 → 0.90, fp16 LayerNorm → RoPE → FP8 16384 0.74 → 0.86) and lost 6–10 %
-# where it ran above 0.92; nothing the planner knows before timing told the two apart. Quick times the two with
-# the most blocks an SM, where those wins were.
+# where it ran above 0.92; nothing the planner knows before timing told the two apart (nor did the issue ratio:
+# perf/probe97). Quick times the two with the most blocks an SM, where those wins were; on 13 held-out rows under
+# 0.93 it found the ring the winner of four, +6–19 % (perf/probe95).
 QUICK_REGISTER_RINGS = 2
 
 
