@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# probe51's device call (probe52's too, with its kernels as the argument): the staged column-scale stores
-# against their references (scripts/gpu_hunt.py), then every build timed at its sweep count, untuned. Logs
-# and JSON to $OUT.
+# probe51's device call, and any probe's that builds DIR/check and DIR/time (probes 52, 91, 94, 96, 97, with
+# their kernels as the argument): the builds in DIR/check against their references (scripts/gpu_hunt.py), then
+# every build in DIR/time timed at its sweep count, untuned, ROUNDS rounds. Logs and JSON to $OUT.
 set -u
 out=${OUT:-/tmp/probe51}
 mkdir -p "$out"

@@ -29,10 +29,7 @@ from build_rules import build  # noqa: E402  (probe50's untuned build in a given
 from probe_scripts import probe_script  # noqa: E402  (a sibling script)
 from test_injection import dump  # noqa: E402
 
-from fusegen.errors import ChainError, SpecError  # noqa: E402
-from fusegen.plan import plan  # noqa: E402
 from fusegen.schedule import MAX_BLOCKS_PER_SM  # noqa: E402
-from fusegen.spec import parse_spec  # noqa: E402
 
 SWEEP = ROOT / "perf" / "sweep"
 DRAW = ROOT / "perf" / "probe84" / "kernels" / "draw" / "specs"
@@ -47,13 +44,6 @@ def slow(bench: Path, key: str) -> set[str]:
     return {r["kernel"] for r in rows if (r["x_copy"] if key == "x_copy" else r["tb_per_s"] / copy) < SLOWER_THAN}
 
 
-def schedule_of(spec: dict):
-    try:
-        return plan(parse_spec(dump(spec), spec["name"]), spec["name"]).routes[-1].schedule
-    except (ChainError, SpecError):
-        return None
-
-
 SPECS = Path(__file__).resolve().parent / "specs"
 
 
@@ -65,6 +55,7 @@ def select(out: Path) -> None:
     sources = [SWEEP / f"{name}.toml" for name in sorted(slow(ROOT / "docs/bench/sweep/bench.json", "tb"))]
     sources += [DRAW / f"{name}.toml" for name in sorted(slow(ROOT / "perf/probe84/results/draw.json", "x_copy"))]
     unspilled = probe_script("probe88").unspilled
+    schedule_of = probe_script("probe91").planned_schedule
     for path in sources:
         base = tomllib.loads(path.read_text())
         planned = schedule_of(base)

@@ -8,10 +8,11 @@ CONTROL rows under LOW, as NAME_p (the planner's program) and NAME_r (variant st
 planner's threads, at the most blocks an SM that ptxas compiles without a spill).
 
     .venv/bin/python scripts/gpu_hunt.py draw 300 /tmp/p97/draw --seed 4201 --hinted 0 --specs-only
-    (filtered and built into /tmp/p97/planner as probe96's were)
+    .venv/bin/python perf/probe96/build.py candidates /tmp/p97/draw/specs /tmp/p97/specs     # 129 specs
+    .venv/bin/python -m fusegen build /tmp/p97/specs --out /tmp/p97/planner --tuning EMPTY.json
     .venv/bin/python perf/probe97/build.py select /tmp/p97/planner      # ratios.json, specs/
     .venv/bin/python perf/probe97/build.py build perf/probe97/kernels /tmp/p97/planner
-    OUT=... bash perf/probe97/call.sh                                  # on the device"""
+    OUT=... ROUNDS=3 BUDGET_S=300 bash perf/probe51/call.sh perf/probe97/kernels   # on the device"""
 
 from __future__ import annotations
 
