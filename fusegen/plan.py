@@ -33,6 +33,7 @@ from .ops import REGISTRY
 from .schedule import (
     FEW_TOKENS,
     STREAM_MIN_TOKENS,
+    WAVE_TOKENS,
     choose_schedule,
     few_token_split,
     few_token_threads,
@@ -43,6 +44,7 @@ from .schedule import (
     resident_blocks,
     sector_rows,
     short_rows,
+    wave_threads,
     wide_reread,
     wide_stream,
     with_held_tiles,
@@ -116,21 +118,22 @@ def _route(
     tuned: bool = False,
     few_tokens: bool = False,
     stream: bool = True,
+    wave: bool = False,
 ) -> Route:
-    """`few_tokens`, `stream`: see choose_schedule and with_variant. On a route of many tokens
+    """`few_tokens`, `wave`, `stream`: see choose_schedule and with_variant. On a route of many tokens
     (`stream`) schedule.short_rows may put several short rows in a block, or else schedule.wide_stream
     take a stream program over the planned fragment one, from what the fragment route's rows wait on and
     write; a fragment route of one row a block whose stores of consecutive rows share sectors then takes
     several (schedule.sector_rows)."""
-    route = _route_by_waits(spec, first_tokens, last_tokens, origin, tuned, few_tokens, stream)
+    route = _route_by_waits(spec, first_tokens, last_tokens, origin, tuned, few_tokens, stream, wave)
     sectors = None if few_tokens or not stream or route.schedule.variant != "fragment" else sector_rows(spec, route.schedule)
     return route if sectors is None else _planned_route(spec, sectors, first_tokens, last_tokens, origin, stream)
 
 
 def _route_by_waits(
-    spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool, few_tokens: bool, stream: bool
+    spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool, few_tokens: bool, stream: bool, wave: bool
 ) -> Route:
-    schedule = choose_schedule(spec, few_tokens)
+    schedule = choose_schedule(spec, few_tokens, wave)
     if tuned:
         measured = (
             "the fastest of the schedules `fusegen tune` measured for these token counts (its hints fill the ones the spec leaves auto)"
@@ -372,7 +375,8 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 
 def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     """The planner's own routes by token count: up to FEW_TOKENS a row split over blocks where the chain
-    allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); one row
+    allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); then up to
+    WAVE_TOKENS four warps a row or more where fewer would hold it (wave_threads); one row
     per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the
     schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
     origin = PLANNER_ORIGIN
@@ -381,6 +385,11 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     ranges: list[tuple[int | None, dict]] = []
     if few_token_split(spec) > 1 or few_token_threads(spec, many.schedule):
         ranges.append((FEW_TOKENS, {"few_tokens": True}))
+    if wave_threads(spec) and _route(spec, 1, WAVE_TOKENS, origin, wave=True, stream=False).schedule.prefetch >= many.schedule.prefetch:
+        # A row that gathers (a RoPE cache row at its position) is read where used on four warps or more, not
+        # staged beside the row (schedule._gathered_where_used): the position's load, then the cache row's, is
+        # then the row's time, and the wave route lost to the staged one (perf/probe99).
+        ranges.append((WAVE_TOKENS, {"wave": True, "stream": False}))
     streams = spec.schedule.variant == "auto" and many.schedule.variant == "stream"
     if streams or (spec.schedule.block_m == "auto" and many.schedule.block_m > 1):
         ranges.append((STREAM_MIN_TOKENS - 1, {"stream": False}))

@@ -133,19 +133,20 @@ def _row_schedule(
     split_by: str = "the row_split hint",
     threads_by: str = "as the threads hint asks",
     share_warps: bool = False,
+    min_threads: int = WARP_THREADS,
 ) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
     (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
     blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked;
     `threads_by` why `threads_hint` is the thread count). `share_warps`: block rows may take part of a
-    warp each (row_threads_allowed)."""
+    warp each (row_threads_allowed). `min_threads`: the fewest threads a block may take (wave_threads)."""
     elem = DTYPE_BYTES[spec.dtype]
     n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
 
     def offer(threads: int) -> None:
-        if not row_threads_allowed(threads, block_m, share_warps):
+        if threads < min_threads or not row_threads_allowed(threads, block_m, share_warps):
             return  # every block row takes threads of its own (model.Layout)
         vector = 16 // elem
         while vector >= 1:
@@ -239,6 +240,11 @@ def _row_schedule(
     _, threads, vector, padded, per_thread = min(candidates)
     if threads_hint:
         why = threads_by
+    elif min_threads > WARP_THREADS:
+        why = (
+            f"closest to the {TARGET_ELEMS_PER_THREAD} per thread among {min_threads} threads or more: up to {WAVE_TOKENS} tokens every "
+            "row runs at once, so the kernel takes one row's time, which fewer warps would leave with one warp a scheduler"
+        )
     elif threads // block_m < WARP_THREADS:
         why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} values a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
     else:
@@ -794,6 +800,42 @@ def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
     return FEW_TOKEN_THREADS
 
 
+# Up to WAVE_TOKENS tokens every row of a launch is resident at once (a block or two an SM), so the kernel takes
+# about one row's time — its loads, its chain of per-value work, its reductions — on the warps of one or two
+# blocks. A row the many-token schedule holds on two or three warps (so that many small blocks fill an SM)
+# then leaves each scheduler about one warp to issue from. Measured (H200, perf/probe99: 53 specs of the sweep,
+# probe98's plain rows and a fresh draw, old and new builds in interleaved rounds): on four warps a row or more
+# (the ranking's pick among them) at 128 tokens 1.078 × geometric mean over the 41 rows the rule takes, 35
+# faster by 2 % or more, none slower; at 256 1.049 ×, 27 faster, none slower; at 8 tokens, where the route
+# also serves (no few-token route), 1.067 × over 22, two slower (fp32 RMSNorm 1536 −6 %, −3 %). Rows under
+# 2 KB lost (the extra warps hold padding) and rows that gather lost 10–15 % (plan._planner_routes): both are
+# left out. The plain rows torch.compile had beaten at 128–256 tokens (0.94–0.96 ×) run 1.02–1.15 × it.
+WAVE_TOKENS = 256
+WAVE_MIN_THREADS = 4 * WARP_THREADS
+
+
+def wave_threads(spec: KernelSpec) -> bool:
+    """Whether the planner has a route up to WAVE_TOKENS tokens (above FEW_TOKENS where a few-token route
+    serves those) on WAVE_MIN_THREADS threads or more a row: where the one-row-a-block fragment program it
+    would otherwise run (choose_schedule's, unstreamed) holds a row of 2 KB or more on fewer, and the hints
+    pin nothing the thread count would change."""
+    hints = spec.schedule
+    if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots, hints.ring, hints.blocks_per_sm)):
+        return False
+    if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
+        return False
+    if spec.hidden * DTYPE_BYTES[spec.dtype] < WAVE_MIN_THREADS * 16:
+        return False  # fewer 16-byte vectors than threads: the extra warps would hold padding
+    multiple = columns_multiple(spec)
+    try:
+        if _row_schedule(spec, 1, None, multiple).threads >= WAVE_MIN_THREADS:
+            return False
+        _row_schedule(spec, 1, None, multiple, min_threads=WAVE_MIN_THREADS)
+    except ChainError:
+        return False
+    return True
+
+
 def _check_blocks_count_tokens(spec: KernelSpec, block_m: int) -> None:
     """A pinned count rounded up to whole blocks of block_m rows must stay within TileLang's int32 row
     index: the bounds of the last block's rows are formed from it, and a constant past 2³¹ − 1 does not
@@ -814,10 +856,10 @@ def _check_blocks_count_tokens(spec: KernelSpec, block_m: int) -> None:
     )
 
 
-def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
+def choose_schedule(spec: KernelSpec, few_tokens: bool = False, wave: bool = False) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known.
     `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split, or
-    few_token_threads where the rows stay whole)."""
+    few_token_threads where the rows stay whole); `wave`: of its route up to WAVE_TOKENS (wave_threads)."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b))) or 1
@@ -852,6 +894,8 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False) -> Schedule:
     if few_tokens:
         why = f"the planner's two warps a row for up to {FEW_TOKENS} tokens, where one holds it for many: one warp would hold all of the row's loads"
         return _row_schedule(spec, block_m, FEW_TOKEN_THREADS, multiple, threads_by=why)
+    if wave:
+        return _row_schedule(spec, block_m, threads, multiple, min_threads=WAVE_MIN_THREADS)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:

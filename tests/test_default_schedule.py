@@ -996,9 +996,9 @@ def test_few_tokens_spread_a_row_one_warp_holds_over_two():
     """At 8 and 64 tokens two warps a row ran 0.86–1.01 × the one-warp time on every sweep spec whose row one
     warp holds (perf/few-threads): the route for up to 64 tokens takes 64 threads, the rest keep 32."""
     p = load_and_plan([SWEEP / "sweep_rms_rope_quant_y_bf16_1024.toml"])[0]
-    few, many = p.routes
+    few, _, many = p.routes  # the second: four warps up to 256 tokens (wave_threads)
     assert (few.first_tokens, few.last_tokens, few.schedule.threads, few.schedule.elems_per_thread) == (1, 64, 64, 16)
-    assert (many.first_tokens, many.last_tokens, many.schedule.threads, many.schedule.row_split) == (65, None, 32, 1)
+    assert (many.first_tokens, many.last_tokens, many.schedule.threads, many.schedule.row_split) == (257, None, 32, 1)
     assert any("two warps a row for up to 64 tokens" in r for r in few.schedule.reasons)
     shared = load_and_plan([SWEEP / "sweep_rms_f16_512.toml"])[0]
     assert [(r.first_tokens, r.schedule.block_m, r.schedule.threads) for r in shared.routes] == [(1, 1, 64), (65, 1, 32), (1025, 2, 64)]
@@ -1019,6 +1019,38 @@ def test_no_two_warp_route_where_one_warp_does_not_hold_the_row_or_the_hints_pin
     spec = {"name": "k", "dtype": "bfloat16", "hidden": 1024, "op": [RMS, {"kind": "quant_fp8"}], **extra}
     (route,) = plan(KernelSpec.model_validate(spec), "k.toml").routes
     assert (route.first_tokens, route.last_tokens) == (1, None)
+
+
+def test_rows_of_few_warps_take_four_or_more_up_to_256_tokens():
+    """perf/probe99: at 128 and 256 tokens, 41 held-out rows on four warps or more ran 1.078 and 1.049 × their
+    two- or three-warp programs' speed, none slower: every row of such a launch runs at once."""
+    spec = {"name": "k", "dtype": "float16", "hidden": 2560, "op": [{"kind": "add_residual"}, RMS]}
+    wave, many = plan(KernelSpec.model_validate(spec), "k.toml").routes
+    assert (wave.first_tokens, wave.last_tokens, many.first_tokens) == (1, 256, 257)
+    assert wave.schedule.threads >= 128 > many.schedule.threads
+    assert (wave.schedule.variant, wave.schedule.block_m, wave.schedule.vector_bytes, wave.schedule.padded_hidden) == (
+        "fragment",
+        1,
+        16,
+        2560,
+    )
+    assert any("up to 256 tokens every row runs at once" in r for r in wave.schedule.reasons)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"hidden": 4096},  # four warps for many tokens already
+        {"hidden": 768},  # 1.5 KB: more warps would hold padding
+        {"schedule": {"threads": 64}},
+        {"schedule": {"variant": "fragment", "blocks_per_sm": 8}},
+        {"op": [RMS, CACHE_ROPE]},  # gathers: on four warps its cache row would not be staged
+    ],
+)
+def test_no_four_warp_route_for_rows_on_four_warps_short_rows_pinned_hints_or_gathering_rows(extra):
+    spec = {"name": "k", "dtype": "float16", "hidden": 2560, "op": [{"kind": "add_residual"}, RMS], **extra}
+    routes = plan(KernelSpec.model_validate(spec), "k.toml").routes
+    assert all(r.last_tokens != 256 for r in routes)
 
 
 def test_a_pinned_few_token_count_takes_the_two_warp_route():

@@ -68,11 +68,13 @@ def select(built: Path) -> None:
     print(f"{len(list(SPECS.iterdir()))} specs in {SPECS}")
 
 
-def build_both(old_tree: Path, out: Path) -> None:
+def build_both(old_tree: Path, out: Path, chosen: Path = SPECS) -> None:
+    """Every spec of `chosen` as NAME_old (built by OLD_TREE) and NAME_new (this tree), untuned; both into
+    OUT/time/kernels, the new ones also into OUT/check/kernels (perf/probe51/call.sh's layout)."""
     for suffix in ("old", "new"):
         specs = out / f"specs_{suffix}"
         specs.mkdir(parents=True)
-        for path in sorted(SPECS.glob("*.toml")):
+        for path in sorted(chosen.glob("*.toml")):
             spec = tomllib.loads(path.read_text())
             spec["name"] = f"{spec['name']}_{suffix}"
             (specs / f"{spec['name']}.toml").write_text(dump(spec))
