@@ -385,7 +385,8 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     ranges: list[tuple[int | None, dict]] = []
     if few_token_split(spec) > 1 or few_token_threads(spec, many.schedule):
         ranges.append((FEW_TOKENS, {"few_tokens": True}))
-    if wave_threads(spec) and _route(spec, 1, WAVE_TOKENS, origin, wave=True, stream=False).schedule.prefetch >= many.schedule.prefetch:
+    wave = _route(spec, 1, WAVE_TOKENS, origin, wave=True, stream=False) if wave_threads(spec) else None
+    if wave is not None and wave.schedule.prefetch >= many.schedule.prefetch:
         # A row that gathers (a RoPE cache row at its position) is read where used on four warps or more, not
         # staged beside the row (schedule._gathered_where_used): the position's load, then the cache row's, is
         # then the row's time, and the wave route lost to the staged one (perf/probe99).
@@ -395,12 +396,18 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
         ranges.append((STREAM_MIN_TOKENS - 1, {"stream": False}))
     if not ranges:
         return (many,)
+
+    def routed(first: int, last: int | None, options: dict) -> Route:
+        if options.get("wave"):  # planned once above, where its staging was weighed; only its range differs
+            return replace(wave, first_tokens=first, last_tokens=last)
+        return _route(spec, first, last, origin, **options)
+
     if spec.tokens is not None:
         options = next((options for last, options in ranges if spec.tokens <= last), None)
-        return (many,) if options is None else (_route(spec, 1, None, origin, **options),)
+        return (many,) if options is None else (routed(1, None, options),)
     routes, first = [], 1
     for last, options in ranges:
-        routes.append(_route(spec, first, last, origin, **options))
+        routes.append(routed(first, last, options))
         first = last + 1
     return (*routes, replace(many, first_tokens=first))
 

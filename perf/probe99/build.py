@@ -34,7 +34,7 @@ MOST_DRAWN = 24
 def select(out: Path, *directories: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for directory in directories:
-        taken = 0
+        drawn, taken = "draw" in str(directory), 0
         for path in sorted(directory.glob("*.toml")):
             text = path.read_text()
             if tomllib.loads(text).get("tokens") or path.stem.endswith(("_t2", "_t4")):
@@ -43,7 +43,7 @@ def select(out: Path, *directories: Path) -> None:
                 takes = wave_threads(parse_spec(text, path.name))
             except (ChainError, SpecError):
                 continue
-            if takes and taken < (MOST_DRAWN if "draw" in str(directory) else len(text)):
+            if takes and not (drawn and taken == MOST_DRAWN):
                 shutil.copy(path, out / path.name)
                 taken += 1
     print(f"{len(list(out.glob('*.toml')))} specs in {out}")
