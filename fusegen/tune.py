@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -239,10 +240,14 @@ def _tight_bounds(found: list[Candidate]) -> list[Candidate]:
     return sorted(bounded, key=lambda c: -c.plan.schedule.blocks_per_sm)[:QUICK_BOUNDS]
 
 
-def _more_threads(found: list[Candidate]) -> list[Candidate]:
-    """The planner's own fragment schedule on twice its threads (half the values each): few tokens are
-    latency-bound, where more threads per row win — 8- and 256-token buckets of the committed full tunes
-    went to 256 threads × 16 values where the planner took 128 × 32 (docs/bench/tune/quick-check.md)."""
+def _scaled_threads(found: list[Candidate], ratio: Fraction) -> list[Candidate]:
+    """The planner's own fragment schedule on `ratio` × its threads, the one rank_key puts first. Twice the
+    threads (half the values each): few tokens are latency-bound, where more threads per row win — 8- and
+    256-token buckets of the committed full tunes went to 256 threads × 16 values where the planner took
+    128 × 32 (docs/bench/tune/quick-check.md). Half the threads: a full tune of the sweep's two 2880-column
+    quant rows that quick left under 0.93 found both fastest at 16384 tokens on 64 threads where the planner
+    takes 128 (fp16 RMSNorm → RoPE → FP8 0.91 → 0.95 × copy as a fragment program under any launch bound;
+    perf/probe100), and quick timed no count below the planner's."""
     own = found[0].plan.schedule
     if own.variant != "fragment":
         return []
@@ -250,10 +255,12 @@ def _more_threads(found: list[Candidate]) -> list[Candidate]:
     def same_but_threads(s: Schedule) -> tuple:
         return (s.variant, s.block_m, s.vector_elems, s.prefetch, s.joint_reduction, s.row_split)
 
-    twice = [
-        c for c in found[1:] if c.plan.schedule.threads == 2 * own.threads and same_but_threads(c.plan.schedule) == same_but_threads(own)
+    scaled = [
+        c
+        for c in found[1:]
+        if c.plan.schedule.threads == own.threads * ratio and same_but_threads(c.plan.schedule) == same_but_threads(own)
     ]
-    return sorted(twice, key=lambda c: rank_key(c.plan))[:1]
+    return sorted(scaled, key=lambda c: rank_key(c.plan))[:1]
 
 
 # A full tune of five held-out rows under 0.80 × copy (perf/probe61, H200, 16384 tokens) was won in four by
@@ -311,11 +318,12 @@ def _register_rings(found: list[Candidate]) -> list[Candidate]:
 
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
-    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice the threads (_more_threads),
+    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice and on half the threads (_scaled_threads),
     two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
-    bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found) + _more_threads(found)
+    bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found)
+    bounds += _scaled_threads(found, Fraction(2)) + _scaled_threads(found, Fraction(1, 2))
     bounds += [c for c in _full_sm(found) + _register_rings(found) if c not in bounds]
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -396,8 +397,8 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
         QUICK_BOUNDS,
         QUICK_CANDIDATES,
         _full_sm,
-        _more_threads,
         _register_rings,
+        _scaled_threads,
         _tight_bounds,
         quick_candidates,
         rank_key,
@@ -422,8 +423,9 @@ def test_quick_tune_times_the_planner_and_the_best_ranked_candidates_of_each_var
             own.joint_reduction,
         )
     # The rest ranked by the planner's rules: no candidate left out ranks above the worst one taken of its
-    # variant, past those quick always takes (the bounds, twice the threads, a full SM).
-    fixed = [*_tight_bounds(found), *_more_threads(found), *_full_sm(found), *_register_rings(found)]
+    # variant, past those quick always takes (the bounds, twice and half the threads, a full SM).
+    scaled = [*_scaled_threads(found, Fraction(2)), *_scaled_threads(found, Fraction(1, 2))]
+    fixed = [*_tight_bounds(found), *scaled, *_full_sm(found), *_register_rings(found)]
     for variant in ("fragment", "stream"):
         taken = [rank_key(c.plan) for c in quick[1:] if c not in fixed and c.plan.schedule.variant == variant]
         left = [rank_key(c.plan) for c in found[1:] if c not in quick and c.plan.schedule.variant == variant]
@@ -540,27 +542,21 @@ def test_the_planners_winner_is_recorded_as_the_route_that_ran_at_each_count():
     ]
 
 
-def test_quick_also_times_the_planners_schedule_on_twice_its_threads():
-    """Few tokens are latency-bound: the committed full tunes' 8- and 256-token buckets went to 256 threads ×
-    16 values where the planner took 128 × 32; with that candidate quick found 77 % of the full winners
-    (8 candidates), 65 % without (docs/bench/tune/quick-check.md)."""
-    from fusegen.tune import QUICK_BOUNDS, quick_candidates
+@pytest.mark.parametrize("ratio", [Fraction(2), Fraction(1, 2)])
+def test_quick_also_times_the_planners_schedule_on_twice_and_half_its_threads(ratio):
+    """Twice: few tokens are latency-bound, and the committed full tunes' 8- and 256-token buckets went to 256
+    threads × 16 values where the planner took 128 × 32 (with that candidate quick found 77 % of the full
+    winners, 65 % without: docs/bench/tune/quick-check.md). Half: full tunes of the sweep's two 2880-column
+    quant rows quick left under 0.93 were won on 64 threads where the planner takes 128 (perf/probe100)."""
+    from fusegen.tune import QUICK_CANDIDATES, _scaled_threads, quick_candidates
 
     found = candidates(spec_of())
     own = found[0].plan.schedule
-    quick = quick_candidates(found, 8)
-    twice = [
-        c.plan.schedule
-        for c in quick[1 + QUICK_BOUNDS :]
-        if c.plan.schedule.threads == 2 * own.threads and c.plan.schedule.blocks_per_sm == own.blocks_per_sm
-    ]
-    assert len(twice) == 1 and (own.threads, twice[0].elems_per_thread) == (128, own.elems_per_thread // 2)
-    assert (twice[0].variant, twice[0].vector_elems, twice[0].prefetch, twice[0].joint_reduction) == (
-        own.variant,
-        own.vector_elems,
-        own.prefetch,
-        own.joint_reduction,
-    )
+    (scaled,) = _scaled_threads(found, ratio)
+    assert scaled in quick_candidates(found, QUICK_CANDIDATES)
+    s = scaled.plan.schedule
+    assert (own.variant, own.threads, s.threads, s.elems_per_thread) == ("fragment", 128, 128 * ratio, own.elems_per_thread / ratio)
+    assert (s.variant, s.vector_elems, s.prefetch, s.joint_reduction) == (own.variant, own.vector_elems, own.prefetch, own.joint_reduction)
 
 
 def test_quick_also_times_a_full_sm_of_24_warps_reading_side_inputs_where_staging_would_not_fit():
