@@ -39,12 +39,15 @@ def test_small_token_target_without_compile_rows_is_not_measured(tmp_path):
     assert "no slower than torch.compile: not measured" in report and code == 1
 
 
-def test_a_slower_small_count_is_named(tmp_path):
+def test_a_slower_small_count_is_named_and_a_tie_within_the_runs_spread_marked_still_unmet(tmp_path):
     rows = [r for r in json.loads(SWEEP_RUN.read_text())["rows"] if r["kernel"] == SPEC.stem]
-    at_8 = {**rows[0], "tokens": 8, "median_us": 2.0}
-    rows += [at_8, {**at_8, "impl": "compile", "median_us": 1.0}]
-    code, report = _run(tmp_path, rows)
-    assert f"NOT met: {SPEC.stem} at 8" in report and code == 1
+    at_8 = {**rows[0], "tokens": 8, "median_us": 2.0, "p10_us": 1.9, "p90_us": 2.1}
+    compiled = {**at_8, "impl": "compile", "median_us": 1.0, "p10_us": 0.95, "p90_us": 1.05}
+    code, report = _run(tmp_path / "slower", [*rows, at_8, compiled])
+    assert f"NOT met: {SPEC.stem} at 8 (0.500)\n" in report and code == 1
+    tied = {**compiled, "median_us": 1.95, "p10_us": 1.85, "p90_us": 1.98}
+    code, report = _run(tmp_path / "tied", [*rows, at_8, tied])
+    assert f"NOT met: {SPEC.stem} at 8 (0.975, p10–p90 overlapping)" in report and code == 1
 
 
 def test_the_tuned_target_counts_the_better_of_tuned_and_untuned(tmp_path):
