@@ -322,9 +322,17 @@ def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> l
     two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
-    bounds = [c for c in found[1:] if c.replaced_by_rule] + _tight_bounds(found)
-    bounds += _scaled_threads(found, Fraction(2)) + _scaled_threads(found, Fraction(1, 2))
-    bounds += [c for c in _full_sm(found) + _register_rings(found) if c not in bounds]
+    bounds: list[Candidate] = []
+    for c in [
+        *(c for c in found[1:] if c.replaced_by_rule),
+        *_tight_bounds(found),
+        *_scaled_threads(found, Fraction(2)),
+        *_scaled_threads(found, Fraction(1, 2)),
+        *_full_sm(found),
+        *_register_rings(found),
+    ]:
+        if c not in bounds:  # one candidate may be picked by two of these: timed once
+            bounds.append(c)
     by_variant: dict[str, list[Candidate]] = {}
     for candidate in sorted(found[1:], key=lambda c: rank_key(c.plan)):
         if candidate not in bounds:
