@@ -32,6 +32,7 @@ from .model import (
 from .ops import REGISTRY
 from .schedule import (
     FEW_TOKENS,
+    FINE_SPLIT_TOKENS,
     STREAM_MIN_TOKENS,
     WAVE_TOKENS,
     choose_schedule,
@@ -116,7 +117,7 @@ def _route(
     last_tokens: int | None,
     origin: str,
     tuned: bool = False,
-    few_tokens: bool = False,
+    few_tokens: int = 0,
     stream: bool = True,
     wave: bool = False,
 ) -> Route:
@@ -131,7 +132,7 @@ def _route(
 
 
 def _route_by_waits(
-    spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool, few_tokens: bool, stream: bool, wave: bool
+    spec: KernelSpec, first_tokens: int, last_tokens: int | None, origin: str, tuned: bool, few_tokens: int, stream: bool, wave: bool
 ) -> Route:
     schedule = choose_schedule(spec, few_tokens, wave)
     if tuned:
@@ -375,7 +376,8 @@ def _tuned_route(spec: KernelSpec, tuned: TunedRoute) -> Route:
 
 def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     """The planner's own routes by token count: up to FEW_TOKENS a row split over blocks where the chain
-    allows one (few_token_split), or two warps a row where one would hold it (few_token_threads); then up to
+    allows one (few_token_split; finer up to FINE_SPLIT_TOKENS where no op normalises the row), or two warps a row
+    where one would hold it (few_token_threads); then up to
     WAVE_TOKENS four warps a row or more where fewer would hold it (wave_threads); one row
     per block below STREAM_MIN_TOKENS where many tokens stream or take several short rows a block; and the
     schedule for many tokens above — one route where none of these differ, or for the count a spec pins."""
@@ -383,8 +385,10 @@ def _planner_routes(spec: KernelSpec) -> tuple[Route, ...]:
     many = _route(spec, 1, None, origin)
     # (the last count a route serves, its _route options), ascending; the last one serves every count above.
     ranges: list[tuple[int | None, dict]] = []
+    if few_token_split(spec, FINE_SPLIT_TOKENS) != few_token_split(spec):
+        ranges.append((FINE_SPLIT_TOKENS, {"few_tokens": FINE_SPLIT_TOKENS}))
     if few_token_split(spec) > 1 or few_token_threads(spec, many.schedule):
-        ranges.append((FEW_TOKENS, {"few_tokens": True}))
+        ranges.append((FEW_TOKENS, {"few_tokens": FEW_TOKENS}))
     wave = _route(spec, 1, WAVE_TOKENS, origin, wave=True, stream=False) if wave_threads(spec) else None
     if wave is not None and wave.schedule.prefetch >= many.schedule.prefetch:
         # A row that gathers (a RoPE cache row at its position) is read where used on four warps or more, not

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from .errors import ChainError
 from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, WARP_LANES, Reduction, RowWaits, Schedule, Stage, Tensor
-from .ops import REGISTRY, joint_chain
+from .ops import NORMALIZE, REGISTRY, joint_chain
 from .spec import KernelSpec, ScheduleHints, chain_context
 
 # A block is any whole number of warps up to 1024 threads.
@@ -734,6 +734,15 @@ FEW_TOKENS = 64
 # against 1.53 for 1.5 KB (32 threads); Gemma 3's q (4096 bf16 columns, heads of 256) 1.58 / 1.62 µs at 1 / 8
 # tokens in 4 KB parts, 1.76 / 1.93 in 2 KB parts — slower than the whole 8 KB row's 1.73 / 1.74.
 MIN_PART_BYTES = 3072
+# Rows no op of the chain normalises (residual add, RoPE, rescale, quantisation in groups: nothing joins a part's
+# threads but a group's few shuffles) pay nothing again in each part but its launch. Timed on the H200 (perf/probe100,
+# interleaved rounds, old and new outputs bit-identical): parts of 1 KB against 3 KB, where 3 KB parts split the row,
+# held out on 19 rows (a fresh draw and DeepSeek-V3's q_b) 1.055 × at one token (16 faster, one 6 % slower) and 1.040 ×
+# at 8 (two slower by 3 and 6 %), but 0.990 × at 64 with seven slower by up to 19 % (fp32 FP8 g16 18432: 64 parts ×
+# 64 tokens, 4096 one-warp blocks). So the finer parts take a route of their own up to FINE_SPLIT_TOKENS, and the
+# 3 KB parts serve from there to FEW_TOKENS. Rows that 3 KB parts keep whole (under 6 KB) lost split in two to four.
+NORMLESS_MIN_PART_BYTES = 1024
+FINE_SPLIT_TOKENS = 8
 
 
 def row_splits(spec: KernelSpec, min_part_bytes: int) -> tuple[int, ...]:
@@ -760,14 +769,17 @@ def row_splits(spec: KernelSpec, min_part_bytes: int) -> tuple[int, ...]:
     return tuple(found)
 
 
-def few_token_split(spec: KernelSpec) -> int:
-    """The blocks each row is split over when at most FEW_TOKENS tokens come: the most parts of at least
-    MIN_PART_BYTES (row_splits); 1 where there are none, or the spec's hints pin a schedule a split would
-    change."""
+def few_token_split(spec: KernelSpec, up_to: int = FEW_TOKENS) -> int:
+    """The blocks each row is split over on the planner's route for at most `up_to` tokens: the most parts of at
+    least MIN_PART_BYTES (row_splits) — of NORMLESS_MIN_PART_BYTES up to FINE_SPLIT_TOKENS where those split the
+    row and no op normalises it; 1 where there are none, or the spec's hints pin a schedule a split would change."""
     hints = spec.schedule
     if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots)):
         return 1
-    return next(iter(row_splits(spec, MIN_PART_BYTES)), 1)
+    parts = next(iter(row_splits(spec, MIN_PART_BYTES)), 1)
+    if up_to <= FINE_SPLIT_TOKENS and parts > 1 and not any(REGISTRY[op.kind].place == NORMALIZE for op in spec.op):
+        return row_splits(spec, NORMLESS_MIN_PART_BYTES)[0]
+    return parts
 
 
 # A row of up to 1024 values is held by one warp for many tokens (TARGET_ELEMS_PER_THREAD a thread). At few
@@ -856,10 +868,11 @@ def _check_blocks_count_tokens(spec: KernelSpec, block_m: int) -> None:
     )
 
 
-def choose_schedule(spec: KernelSpec, few_tokens: bool = False, wave: bool = False) -> Schedule:
+def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -> Schedule:
     """Variant, threads, block_m and vector width; prefetch is decided once the stages are known.
-    `few_tokens`: the schedule of the planner's route for up to FEW_TOKENS tokens (few_token_split, or
-    few_token_threads where the rows stay whole); `wave`: of its route up to WAVE_TOKENS (wave_threads)."""
+    `few_tokens`: the last count of the planner's route for few tokens this schedule serves (FINE_SPLIT_TOKENS or
+    FEW_TOKENS: few_token_split, or few_token_threads where the rows stay whole), 0 for any other route; `wave`:
+    of its route up to WAVE_TOKENS (wave_threads)."""
     hints = spec.schedule
     threads = _checked_hint(hints.threads, "schedule.threads", THREAD_CHOICES, "a multiple of 32 from 32 to 1024")
     block_m = _checked_hint(hints.block_m, "schedule.block_m", tuple(b for b in range(1, MAX_BLOCK_M + 1) if power_of_two(b))) or 1
@@ -887,9 +900,11 @@ def choose_schedule(spec: KernelSpec, few_tokens: bool = False, wave: bool = Fal
         )
     multiple = columns_multiple(spec)
     row_split = _checked_row_split(spec, variant, block_m, multiple)
-    few_token_parts = few_token_split(spec) if few_tokens else 1
+    few_token_parts = few_token_split(spec, few_tokens) if few_tokens else 1
     if few_token_parts > 1:
-        why = f"the planner's split for up to {FEW_TOKENS} tokens: one block per row would leave most SMs idle"
+        why = f"the planner's split for up to {few_tokens} tokens: one block per row would leave most SMs idle"
+        if few_token_parts != few_token_split(spec):
+            why += f"; parts of at least {NORMLESS_MIN_PART_BYTES} bytes where no op normalises the row ({MIN_PART_BYTES} from {FINE_SPLIT_TOKENS + 1} tokens)"
         return _row_schedule(spec, block_m, threads, multiple, few_token_parts, why)
     if few_tokens:
         why = f"the planner's two warps a row for up to {FEW_TOKENS} tokens, where one holds it for many: one warp would hold all of the row's loads"

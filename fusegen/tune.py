@@ -392,6 +392,14 @@ def measure(spec: KernelSpec, found: list[Candidate], modules: list, l2_bytes: i
             candidate.rejected = f"wrong results: {str(exc).splitlines()[0][:200]}"
 
 
+def _overlap(a: TokenRange, b: TokenRange) -> tuple[int, int | None] | None:
+    """The counts both ranges serve, as (first, last), or None."""
+    first = max(a.first_tokens, b.first_tokens)
+    lasts = [last for last in (a.last_tokens, b.last_tokens) if last is not None]
+    last = min(lasts) if lasts else None
+    return None if last is not None and last < first else (first, last)
+
+
 def recorded_environment(env: dict, gpu: str | None) -> tuple[str, Measured]:
     """The GPU name (`gpu`, else the one the GPU reports) and where the numbers come from, as the tuning
     file holds them: checked before anything is tuned, since they reach generated kernels' docstrings.
@@ -423,18 +431,23 @@ def winners(spec: KernelSpec, found: list[Candidate], measured: Measured) -> Gpu
         best = min(timed, key=lambda c: c.median_us[at])
         base = planner.median_us[at]
         chosen = best if best.median_us[at] < base * (1 - MARGIN) else planner
-        chosen_by_bucket.append(
-            BucketWinner(
-                first_tokens=bucket.first_tokens,
-                last_tokens=bucket.last_tokens,
-                measured_at=at,
-                # The route that ran at this count: the planner's own plan may route few tokens elsewhere.
-                hints=WinnerHints.model_validate(_concrete(chosen.plan.route_for(at).schedule)),
-                median_us=round(chosen.median_us[at], 3),
-                planner_median_us=round(base, 3),
-                candidates=len(timed),
+        # Where the planner wins, each of its own routes keeps its part of the bucket: its rules divide buckets
+        # (1 KB row parts up to 8 tokens and 3 KB ones to 64; four warps a row to 256), and the one count timed
+        # says nothing against a route that did not run there. A candidate that wins runs the whole bucket.
+        routes = [r for r in chosen.plan.routes if _overlap(r, bucket)] if chosen is planner else [chosen.plan.route_for(at)]
+        for route in routes:
+            first, last = _overlap(route, bucket)
+            chosen_by_bucket.append(
+                BucketWinner(
+                    first_tokens=first,
+                    last_tokens=last,
+                    measured_at=at,
+                    hints=WinnerHints.model_validate(_concrete(route.schedule)),
+                    median_us=round(chosen.median_us[at], 3),
+                    planner_median_us=round(base, 3),
+                    candidates=len(timed),
+                )
             )
-        )
     return GpuWinners(measured=measured, buckets=chosen_by_bucket)
 
 
@@ -594,9 +607,13 @@ def render_report(report: list[dict], env: dict) -> str:
         rejected = sum(1 for c in entry["candidates"] if c["rejected"])
         for bucket in entry["winners"]["buckets"]:
             h = bucket["hints"]
-            span = TokenRange(bucket["first_tokens"], bucket["last_tokens"]).label()
+            tokens = TokenRange(bucket["first_tokens"], bucket["last_tokens"])
+            at = bucket["measured_at"]
+            span = (
+                f"{tokens.label()} (at {at})" if tokens.serves(at) else f"{tokens.label()} (the planner's route; its bucket timed at {at})"
+            )
             lines.append(
-                f"| {entry['kernel']} | {span} (at {bucket['measured_at']}) | {_variant_label(h)} {h['threads']} × {h['block_m']}, "
+                f"| {entry['kernel']} | {span} | {_variant_label(h)} {h['threads']} × {h['block_m']}, "
                 f"{h['prefetch']}, {h.get('joint_reduction', 'auto')} | {bucket['median_us']:.2f} | {bucket['planner_median_us']:.2f} | "
                 f"{bucket['planner_median_us'] / bucket['median_us']:.2f}× | {bucket['candidates']} / {rejected} |"
             )

@@ -652,6 +652,27 @@ CASES = {
         hidden=2000,
         schedule={"row_split": 2},
     ),
+    # The planner's own splits for few tokens of rows no op normalises: 1 KB parts up to 8 tokens, 3 KB to 64.
+    "fine_split_add_rescale_heads": case(
+        "residual add → rescale in heads of 128: 28 parts of 512 columns up to 8 tokens, 8 of 1792 from 9 to 64",
+        [ADD, rescale(0.125)],
+        hidden=14336,
+        head_dim=128,
+    ),
+    "fine_split_fp32_quant_g16": case(
+        "float32 → group-16 quant with column-major scales: parts of 256 columns up to 8 tokens, of 768 from 9 to 64",
+        [quant(16, scale_layout="column")],
+        "float32",
+        hidden=6144,
+    ),
+    "fine_split_rope_quant_y": case(
+        "neox RoPE 64 in heads of 128 → group-128 quant writing Y: fp16 parts of 512 columns up to 8 tokens",
+        [rope(64), quant(128)],
+        "float16",
+        hidden=8192,
+        head_dim=128,
+        outputs={"y": True},
+    ),
     # A random-spec hunt (session 15) found split-K taking 16-byte vectors here: rows start every 1001
     # elements, so TileLang fell back to scalar accesses and the kernel failed its CUDA checks.
     "rms_splitk_odd_width": case(

@@ -14,7 +14,7 @@ from fusegen.spec import KernelSpec
 
 # 1: a single row; 3: odd, below any block_m; 8: the seed's small M; 255: a partial last block for
 # block_m 2 and 4; 4096: the seed's M; 16384: inputs well beyond the 60 MB L2.
-TOKENS = (1, 3, 8, 255, 300, 4096, 16384)  # a count in each range the planner routes: ≤ 64, ≤ 256, ≤ 1024, more
+TOKENS = (1, 3, 8, 37, 255, 300, 4096, 16384)  # a count in each range the planner routes: ≤ 8, ≤ 64, ≤ 256, ≤ 1024, more
 _modules: dict[str, object] = {}
 
 

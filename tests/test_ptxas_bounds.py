@@ -120,9 +120,9 @@ def test_the_most_blocks_without_a_spill_are_kept(monkeypatch, tmp_path):
 
 def test_the_most_blocks_under_the_spilling_bound_without_a_spill_are_kept(monkeypatch, tmp_path):
     p = planned(ROPE_FP8_SPILLED)
-    _, many = p.programs
+    *split, many = p.programs  # its few-token splits (1 KB parts up to 8 tokens, 3 KB to 64) did not spill
     fake_compiles(monkeypatch, {1: Resources(80, 0)})
-    planned_resources = [[("source", Resources(64, 0)), ("source", Resources(56, 96))]]
+    planned_resources = [[("source", Resources(64, 0))] * len(split) + [("source", Resources(56, 96))]]
     found = build._ptxas_bounds([p], planned_resources, tmp_path / "trials", 1, False)
     assert found == {0: (CompiledBound(many[0].first_tokens, 1, 80, 56, 96),)}
     why = build._bounded(p, found[0]).routes[-1].schedule.reasons[-1]

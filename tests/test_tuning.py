@@ -521,25 +521,37 @@ def test_tune_times_rows_split_into_parts_of_a_kilobyte_or_more():
     assert all(c.plan.routes[-1].schedule.row_split == parts and len(c.plan.routes) == 1 for parts, c in split.items())
 
 
-def test_the_planners_winner_is_recorded_as_the_route_that_ran_at_each_count():
-    """The planner's own plan of q_b splits rows up to 64 tokens: where it wins the first bucket, the tuning
-    file must say so, or the tuned build would run a schedule nobody timed."""
+def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():
+    """The planner's own plan of q_b splits rows in 1 KB parts up to 8 tokens and 3 KB parts to 64: where it wins
+    the first bucket (timed at 8), the tuning file must keep both routes, or the tuned build would run the 1 KB
+    parts up to 64 tokens, where they lost by up to 19 % (perf/probe100)."""
     from fusegen.tune import render_report, winners
 
     spec, _ = load_spec(Q_B_SPEC)
     planner = candidates(spec)[0]
     planner.median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
-    few, mid, many = winners(spec, [planner], Measured()).buckets
-    assert few.hints.row_split == 16 and mid.hints.row_split == many.hints.row_split == "auto"
-    report = [
-        {"kernel": spec.name, "candidates": [{"rejected": None}], "winners": winners(spec, [planner], Measured()).model_dump(mode="json")}
+    won = winners(spec, [planner], Measured())
+    assert [(b.first_tokens, b.last_tokens, b.measured_at, b.hints.row_split) for b in won.buckets] == [
+        (1, 8, 8, 32),
+        (9, 64, 8, 16),
+        (65, 1024, 256, "auto"),
+        (1025, None, 16384, "auto"),
     ]
-    assert "| fragment (rows in 16 parts) 64 × 1, True," in render_report(report, {"gpu": GPU, "date": "2026-12-01", "commit": "abc1234"})
-    table = with_winners(TuningTable(), spec, GPU, winners(spec, [planner], Measured()))
-    tuned = plan(spec, "q_b.toml", routes_for(table, spec, GPU))
+    report = render_report(
+        [{"kernel": spec.name, "candidates": [{"rejected": None}], "winners": won.model_dump(mode="json")}],
+        {"gpu": GPU, "date": "2026-12-01", "commit": "abc1234"},
+    )
+    assert "| 1–8 (at 8) | fragment (rows in 32 parts) 32 × 1, True," in report
+    assert "| 9–64 (the planner's route; its bucket timed at 8) | fragment (rows in 16 parts) 64 × 1, True," in report
+    tuned = plan(spec, "q_b.toml", routes_for(with_winners(TuningTable(), spec, GPU, won), spec, GPU))
     assert [(r.first_tokens, r.last_tokens, r.schedule.row_split, r.schedule.threads) for r in tuned.routes] == [
         (r.first_tokens, r.last_tokens, r.schedule.row_split, r.schedule.threads) for r in planner.plan.routes
     ]
+    # A candidate that beats the planner at 8 tokens serves the whole bucket.
+    faster = next(c for c in candidates(spec)[1:] if c.plan.routes[0].schedule.row_split == 4)
+    faster.median_us = {bucket.measured_at: 0.5 for bucket in BUCKETS}
+    first = winners(spec, [planner, faster], Measured()).buckets[0]
+    assert (first.first_tokens, first.last_tokens, first.hints.row_split) == (1, 64, 4)
 
 
 @pytest.mark.parametrize("ratio", [Fraction(2), Fraction(1, 2)])
