@@ -12,6 +12,11 @@ The axes and what covers them:
   residual add — with and without Y;
 - dtype: float16, bfloat16 and float32.
 
+Then the chains real models run without a norm, or with a rescale (MODEL_CHAINS: activation quant for a
+GEMM, RoPE → FP8, DeepSeek-V3's q_b RoPE over heads of 192, residual add → rescale (LayerScale) with and
+without quant, the softmax scale after QK-norm and RoPE), one width each, drawn by a generator of their own
+so the chains above keep their files.
+
 Chains take turns over the widths so every chain meets narrow and wide rows; the seeded generator
 draws the free choices (dtype, RoPE style and span, group size among those dividing the width, fp8
 format) and then checks that every value of every axis appears, so a change here cannot quietly
@@ -49,6 +54,16 @@ CHAINS = (
     ("cols_norm_rope", ("rmsnorm", "rope")),
 )
 HEAD_DIMS = (64, 128, 256)
+# (label, op kinds, hidden, head_dim or None): one spec each, at widths of the models that run them.
+MODEL_CHAINS = (
+    ("quant", ("quant_fp8",), 7168, None),
+    ("rope_quant", ("rope", "quant_fp8"), 4096, None),
+    ("mla_q_rope", ("rope",), 12288, 192),
+    ("add_rescale_quant", ("add_residual", "rescale", "quant_fp8"), 5120, None),
+    ("rms_rescale_quant", ("rmsnorm", "rescale", "quant_fp8"), 2880, None),
+    ("qk_norm_rope_rescale", ("rmsnorm", "rope", "rescale"), 3072, 128),
+    ("add_rescale", ("add_residual", "rescale"), 8192, None),
+)
 
 
 # The untuned shapes issue 16 measured short of 0.90 × copy on the H200 (16384 tokens), kept as they were.
@@ -91,7 +106,7 @@ def _groups_dividing(hidden: int) -> list:
 def _op(kind: str, label: str, hidden: int, rng: random.Random) -> dict:
     if kind == "rmsnorm":
         op = {"kind": kind, "eps": 1e-6}
-        if label == "qk_norm_rope":
+        if label.startswith("qk_norm_rope"):
             op["over"] = "head"
         elif label == "cols_norm_rope":
             op["columns"] = [0, hidden - 64]  # the RoPE's 64-column tail passes through the norm
@@ -112,9 +127,9 @@ def _op(kind: str, label: str, hidden: int, rng: random.Random) -> dict:
             "span": rng.choice(("tail", "head")),
             "style": rng.choice(("neox", "gptj")),
         }
-        if label in ("rms_cache_rope", "qk_norm_rope"):
+        if label in ("rms_cache_rope", "qk_norm_rope", "qk_norm_rope_rescale", "mla_q_rope"):
             op |= {"source": "cache", "max_position": 32768}
-        if label == "cols_norm_rope":
+        if label in ("cols_norm_rope", "mla_q_rope"):
             op |= {"rope_dim": 64, "span": "tail", "style": "gptj"}
         return op
     if kind == "quant_fp8":
@@ -126,7 +141,21 @@ def _op(kind: str, label: str, hidden: int, rng: random.Random) -> dict:
         if label == "add_rms_quant" and rng.random() < 0.6:
             op["scale_layout"] = "column"  # DeepSeek-V3's layout for its FP8 GEMM
         return op
+    if kind == "rescale":
+        # A softmax scale 1/√128, a power of two, or LayerScale's γ alone (factor 1 with its weight).
+        op = {"kind": kind, "factor": rng.choice((0.08838834764831845, 0.125, 1.0))}
+        if op["factor"] == 1.0 or rng.random() < 0.4:
+            op["weight"] = True
+        return op
     return {"kind": kind}
+
+
+def _outputs(label: str, kinds: tuple[str, ...]) -> dict | None:
+    """A quantising chain's consumers read Q (the `_y` variant writes the row too); a RoPE chain without
+    quantisation always writes its row; other chains keep the default."""
+    if "quant_fp8" in kinds or "rope" in kinds:
+        return {"y": label.endswith("_y") or "quant_fp8" not in kinds}
+    return None
 
 
 def generate(seed: int) -> dict[str, dict]:
@@ -146,13 +175,20 @@ def generate(seed: int) -> dict[str, dict]:
             if label == "qk_norm_rope":
                 head_dim = rng.choice([d for d in HEAD_DIMS if hidden % d == 0 and d >= ops[1]["rope_dim"]])
                 spec = {"name": name, "dtype": dtype, "hidden": hidden, "head_dim": head_dim, "op": ops}
-            if "quant_fp8" in kinds or "rope" in kinds:
-                # A quantising chain's consumers read Q (the `_y` variant writes the row too); a RoPE chain
-                # without quantisation always writes its row.
-                spec["outputs"] = {"y": label.endswith("_y") or "quant_fp8" not in kinds}
+            if outputs := _outputs(label, kinds):
+                spec["outputs"] = outputs
             specs[name] = spec
     for name, spec in ISSUE_SHAPES.items():
         specs[name] = {"name": name, **spec}
+    models = random.Random(f"{seed}-model-chains")
+    for turn, (label, kinds, hidden, head_dim) in enumerate(MODEL_CHAINS):
+        dtype = DTYPES[turn % len(DTYPES)]
+        name = f"sweep_{label}_{dtype.replace('float', 'f')}_{hidden}"
+        spec = {"name": name, "dtype": dtype, "hidden": hidden} | ({"head_dim": head_dim} if head_dim else {})
+        spec["op"] = [_op(kind, label, hidden, models) for kind in kinds]
+        if outputs := _outputs(label, kinds):
+            spec["outputs"] = outputs
+        specs[name] = spec
     _check_coverage(specs)
     return specs
 
@@ -174,7 +210,7 @@ def _check_coverage(specs: dict[str, dict]) -> None:
     wanted = {
         "hidden": set(WIDTHS),
         "dtype": set(DTYPES),
-        "kind": {"rmsnorm", "layernorm", "rope", "quant_fp8", "add_residual"},
+        "kind": {"rmsnorm", "layernorm", "rope", "quant_fp8", "add_residual", "rescale"},
         "y": {True, False},
         "group_size": set(GROUPS),
         "style": {"neox", "gptj"},

@@ -887,7 +887,8 @@ def test_the_committed_sweep_is_what_its_generator_writes(tmp_path):
 def test_the_sweep_generator_refuses_a_rotation_that_drops_an_axis_value(monkeypatch):
     generator = _generator()
     monkeypatch.setattr(generator, "CHAINS", tuple(c for c in generator.CHAINS if c[0] not in ("rms_cache_rope", "qk_norm_rope")))
-    with pytest.raises(SystemExit, match="'source': \\['cache'\\]"):
+    monkeypatch.setattr(generator, "MODEL_CHAINS", tuple(c for c in generator.MODEL_CHAINS if "rescale" not in c[1]))
+    with pytest.raises(SystemExit, match="'kind': \\['rescale'\\]"):
         generator.generate(16)
 
 
