@@ -58,7 +58,9 @@ def _tuning(args):
 
 def cmd_build(args) -> int:
     from .build import JOURNAL, BuildErrors, CompileFailure, build
+    from .model import DTYPE_BYTES
     from .schedule import PTXAS_SPILL_RELAX_BYTES
+    from .spec import KernelSpec, repeated_by_y
 
     try:
         tuning, tuning_used = _tuning(args)
@@ -99,6 +101,13 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
+        if repeated := repeated_by_y(KernelSpec.model_validate(p.spec)):
+            saved = p.hidden * DTYPE_BYTES[p.dtype] * m
+            print(
+                f"    note: Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); "
+                f"`y = false` under [outputs] in {p.spec_file} saves {saved / 1e6:.1f} MB at {m} tokens, "
+                f"{saved / (fused * 1e6):.0%} of the kernel's traffic"
+            )
         for index, resources in enumerate(b.resources):
             if resources and resources.stack_bytes:
                 # Correct either way: each spilled word goes through local memory. The build lowers a planner's

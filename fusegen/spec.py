@@ -238,6 +238,20 @@ def check_outputs(spec: KernelSpec) -> None:
         raise ChainError("outputs.y", "the kernel would write nothing: keep y = true or add an output")
 
 
+def repeated_by_y(spec: KernelSpec) -> str | None:
+    """The output Y repeats bit for bit, where the spec writes both: Y is the row the last op that changes it
+    hands on, and where that op writes exactly that row under a name of its own (row_output: a residual add's
+    rounded sum, residual_out), the two are one row stored twice. Not an error, since a caller may want two
+    tensors, but a row of bytes a token the build points out."""
+    if not spec.writes_y:
+        return None
+    last = next((REGISTRY[op.kind] for op in reversed(spec.op) if REGISTRY[op.kind].transforms_row), None)
+    declared = next((out for out in last.outputs if out.arg == last.row_output), None) if last else None
+    if declared is None or not (declared.flag is None or spec.requests(declared.flag)):
+        return None
+    return declared.arg
+
+
 def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContext:
     return ChainContext(
         dtype=spec.dtype,

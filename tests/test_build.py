@@ -795,6 +795,54 @@ def test_the_report_gives_ptxas_registers_and_names_a_spill(work, monkeypatch, c
     assert printed.count("ptxas spilled") == len(spilled)
 
 
+ADD_QUANT_SPEC = """\
+name = "add_quant"
+dtype = "float16"
+hidden = 1024
+
+[[op]]
+kind = "add_residual"
+
+[[op]]
+kind = "quant_fp8"
+group_size = 128
+"""
+
+
+@pytest.mark.parametrize(
+    ("outputs", "ops", "repeated"),
+    [
+        ({}, ["add_residual", "quant_fp8"], "residual_out"),  # Y by default: the residual add changes the row
+        ({"y": True}, ["add_residual", "quant_fp8"], "residual_out"),
+        ({"y": False}, ["add_residual", "quant_fp8"], None),
+        ({"residual": False}, ["add_residual", "quant_fp8"], None),
+        ({}, ["add_residual", "rmsnorm", "quant_fp8"], None),  # Y is the normalised row
+        ({}, ["add_residual", "rescale"], None),
+    ],
+)
+def test_y_that_repeats_an_output_is_named(outputs, ops, repeated):
+    from fusegen.spec import KernelSpec, repeated_by_y
+
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 1024, "outputs": outputs, "op": [{"kind": kind} for kind in ops]}
+    spec["op"] = [{**op, "factor": 0.5} if op["kind"] == "rescale" else op for op in spec["op"]]
+    assert repeated_by_y(KernelSpec.model_validate(spec)) == repeated
+
+
+def test_the_build_points_out_y_repeating_residual_out(work, monkeypatch, capsys):
+    """Y and residual_out are one row stored twice when no op after the residual add changes it: the build says
+    which key saves it, in which file, and how much (a caller may want both, so it still builds)."""
+    (work / "specs" / "add_quant.toml").write_text(ADD_QUANT_SPEC)
+    monkeypatch.chdir(work)
+    assert cli.main(build_args("specs/rms_norm.toml", "specs/add_quant.toml")) == 0
+    printed = capsys.readouterr().out
+    # 4096 tokens × 1024 fp16 columns; the fused kernel moves x, residual, residual_out, Y, Q and its scales.
+    assert (
+        "note: Y repeats residual_out bit for bit (no op after the one writing residual_out changes the row); "
+        "`y = false` under [outputs] in specs/add_quant.toml saves 8.4 MB at 4096 tokens, 22% of the kernel's traffic"
+    ) in printed
+    assert printed.count("note: Y repeats") == 1
+
+
 def test_ptxas_resources_needs_a_cubin_with_its_attributes(tmp_path):
     """A file without an embedded cubin, or with bytes that only look like an ELF header, gives None."""
     from fusegen.compile import ptxas_resources
