@@ -3,11 +3,11 @@ its sweep count M = max(16384, 2^26 / hidden) with the planner's own schedule an
 given, with `fusegen tune` winners; × torch.compile at 8 and 256 tokens; the targets met or not; and a
 plot of × copy against hidden, default against tuned.
 
-    python scripts/sweep_report.py SPEC_DIR WIDE_RUN [--small SMALL_RUN] [--tuned TUNED_RUN] --out DIR
+    python scripts/sweep_report.py SPEC_DIR WIDE_RUN [--small SMALL_RUN] [--tuned TUNED_RUN ...] --out DIR
 
 Each RUN is a `fusegen bench --out-dir` directory (bench.json): WIDE_RUN holds the untuned sweep counts,
-SMALL_RUN the 8- and 256-token rows with torch.compile (default: WIDE_RUN), TUNED_RUN the sweep counts
-with tuning winners. Writes DIR/sweep.md and DIR/sweep.png; exits 1 if a target is missed (the report
+SMALL_RUN the 8- and 256-token rows with torch.compile (default: WIDE_RUN), each TUNED_RUN the sweep counts
+of some specs with tuning winners, against that run's own copy ceiling (a later run's row replaces an earlier's). Writes DIR/sweep.md and DIR/sweep.png; exits 1 if a target is missed (the report
 says which).
 """
 
@@ -43,18 +43,22 @@ def main(argv=None) -> int:
     parser.add_argument("spec_dir", type=Path)
     parser.add_argument("default_run", type=Path)
     parser.add_argument("--small", type=Path)
-    parser.add_argument("--tuned", type=Path)
+    parser.add_argument("--tuned", type=Path, action="append", default=[])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     specs = {s["name"]: s for s in (tomllib.loads(p.read_text()) for p in sorted(args.spec_dir.glob("*.toml")))}
     default, default_copy = by_kernel(args.default_run)
     small = by_kernel(args.small)[0] if args.small else default
-    tuned, tuned_copy = by_kernel(args.tuned) if args.tuned else ({}, 1.0)
+    tuned, tuned_copies = {}, []  # {(kernel, tokens): × its run's copy}
+    for run in args.tuned:
+        rows, copy = by_kernel(run)
+        tuned |= {(kernel, tokens): row.tb_per_s / copy for (kernel, tokens, impl), row in rows.items() if impl == "fusegen"}
+        tuned_copies.append(f"{copy:.2f}")
 
     lines = [
         f"Issue 16 sweep: {len(specs)} specs of `{args.spec_dir}`, untuned (planner rules) and tuned, × copy at "
         f"M = max(16384, 2^26 / hidden) tokens; copy ceiling {default_copy:.2f} TB/s"
-        + (f" (tuned run: {tuned_copy:.2f})" if tuned else ""),
+        + (f" (tuned runs: {', '.join(tuned_copies)})" if tuned_copies else ""),
         "",
         "| spec | chain | dtype | hidden | M | × copy | tuned × copy | × compile at 8 | × compile at 256 | program |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
@@ -67,8 +71,7 @@ def main(argv=None) -> int:
             missing.append(name)
             continue
         ratio = row.tb_per_s / default_copy
-        tuned_row = tuned.get((name, m, "fusegen"))
-        tuned_ratio = tuned_row.tb_per_s / tuned_copy if tuned_row else None
+        tuned_ratio = tuned.get((name, m))
         versus = []
         for tokens in SMALL_TOKENS:
             ours, theirs = small.get((name, tokens, "fusegen")), small.get((name, tokens, "compile"))

@@ -62,3 +62,23 @@ def test_the_tuned_target_counts_the_better_of_tuned_and_untuned(tmp_path):
     assert "every spec ≥ 0.93 × copy (1 tuned, the rest at their untuned speed): met" in report
     _, report = _run(tmp_path / "left_out", [at[0.95]], [])
     assert "every spec ≥ 0.93 × copy (0 tuned, the rest at their untuned speed): met" in report
+
+
+def test_tuned_runs_are_each_judged_against_their_own_copy_and_a_later_one_replaces_an_earlier(tmp_path):
+    saved = json.loads(SWEEP_RUN.read_text())
+    (row,) = [r for r in saved["rows"] if r["kernel"] == SPEC.stem and r["tokens"] > 256]
+    specs, out = tmp_path / "specs", tmp_path / "out"
+    specs.mkdir()
+    shutil.copy(SPEC, specs)
+    runs = {"run": (saved["copy_tb_per_s"], 0.85), "earlier": (4.0, 0.88), "later": (3.0, 0.95)}
+    for directory, (copy, share) in runs.items():
+        (tmp_path / directory).mkdir()
+        rows = [{**row, "tb_per_s": share * copy}]
+        (tmp_path / directory / "bench.json").write_text(json.dumps({**saved, "copy_tb_per_s": copy, "rows": rows}))
+    command = [sys.executable, str(ROOT / "scripts" / "sweep_report.py"), str(specs), str(tmp_path / "run")]
+    tuned = ["--tuned", str(tmp_path / "earlier"), "--tuned", str(tmp_path / "later")]
+    subprocess.run([*command, *tuned, "--out", str(out)], capture_output=True, text=True)
+    report = (out / "sweep.md").read_text()
+    assert "(tuned runs: 4.00, 3.00)" in report and f"| {SPEC.stem} |" in report
+    assert "every spec ≥ 0.93 × copy (1 tuned, the rest at their untuned speed): met" in report
+    assert "| 0.85 | 0.95 |" in report
