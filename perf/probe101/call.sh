@@ -13,8 +13,8 @@ start=$SECONDS
 (cd perf/probe101/hunt && python3 -m fusegen build specs --out kernels --jobs 16 > "$work/build.log" 2>&1)
 echo "build exit $? at $((SECONDS - start)) s"
 python3 scripts/gpu_hunt.py check perf/probe101/hunt > "$work/hunt-check.log" 2>&1
-echo "check exit $? at $((SECONDS - start)) s: $(grep -c '^ok' "$work/hunt-check.log") ok"
-grep -v '^ok' "$work/hunt-check.log" | head -20
+echo "check exit $? at $((SECONDS - start)) s: $(grep -c ': ok$' "$work/hunt-check.log") ok"
+grep -v ': ok$' "$work/hunt-check.log" | head -20
 mkdir -p "$work/below"
 cp perf/sweep/sweep_rms_rescale_quant_bf16_2880.toml "$work/below/"
 OUT="$work/tuned" SWEEP_SPECS="$work/below" STEPS=tuned BUDGET_S=$((budget - (SECONDS - start) - 150)) bash scripts/gpu_sweep.sh
