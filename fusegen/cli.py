@@ -60,7 +60,7 @@ def cmd_build(args) -> int:
     from .build import JOURNAL, BuildErrors, CompileFailure, build
     from .model import DTYPE_BYTES
     from .schedule import PTXAS_SPILL_RELAX_BYTES
-    from .spec import KernelSpec, repeated_by_y
+    from .spec import KernelSpec, repeated_by_y, unobserved_ops
 
     try:
         tuning, tuning_used = _tuning(args)
@@ -101,7 +101,13 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-        if repeated := repeated_by_y(KernelSpec.model_validate(p.spec)):
+        spec = KernelSpec.model_validate(p.spec)
+        for index in unobserved_ops(spec):
+            print(
+                f"    note: op[{index}] ({spec.op[index].kind}) reaches no output (y = false, and it writes nothing of its own): "
+                f"the kernel computes it for nothing; remove it from {p.spec_file}, or set y = true under [outputs]"
+            )
+        if repeated := repeated_by_y(spec):
             saved = p.hidden * DTYPE_BYTES[p.dtype] * m
             print(
                 f"    note: Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); "

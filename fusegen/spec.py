@@ -252,6 +252,18 @@ def repeated_by_y(spec: KernelSpec) -> str | None:
     return declared.arg
 
 
+def unobserved_ops(spec: KernelSpec) -> list[int]:
+    """The indices of ops whose work reaches no output: where Y is not written, those after the last op that
+    writes an output of its own (each op before it hands that op its row). The kernel computes them for nothing
+    (and reads their inputs: a RoPE's cos/sin), where torch.compile drops them from its graph; valid, since the
+    kernel's inputs stay what the spec says, but the build points them out."""
+    if spec.writes_y:
+        return []
+    writes = [any(out.flag is None or spec.requests(out.flag) for out in REGISTRY[op.kind].outputs) for op in spec.op]
+    last = max((index for index, written in enumerate(writes) if written), default=len(spec.op) - 1)
+    return list(range(last + 1, len(spec.op)))
+
+
 def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContext:
     return ChainContext(
         dtype=spec.dtype,

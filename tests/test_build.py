@@ -828,13 +828,54 @@ def test_y_that_repeats_an_output_is_named(outputs, ops, repeated):
     assert repeated_by_y(KernelSpec.model_validate(spec)) == repeated
 
 
-def test_the_build_points_out_y_repeating_residual_out(work, monkeypatch, capsys):
-    """Y and residual_out are one row stored twice when no op after the residual add changes it: the build says
-    which key saves it, in which file, and how much (a caller may want both, so it still builds)."""
+@pytest.mark.parametrize(
+    ("outputs", "ops", "unobserved"),
+    [
+        ({"y": False}, ["add_residual", "rope"], [1]),  # the RoPE'd row goes nowhere; residual_out is the sum
+        ({"y": False, "residual": False}, ["add_residual", "rmsnorm", "rescale", "quant_fp8"], []),
+        ({"y": False, "rstd": True}, ["rmsnorm", "rescale"], [1]),
+        ({}, ["add_residual", "rope"], []),  # Y is the RoPE'd row
+    ],
+)
+def test_ops_whose_work_reaches_no_output_are_named(outputs, ops, unobserved):
+    from fusegen.spec import KernelSpec, unobserved_ops
+
+    chain = [{"kind": kind} | ({"factor": 0.5} if kind == "rescale" else {"rope_dim": 64} if kind == "rope" else {}) for kind in ops]
+    spec = {"name": "k", "dtype": "bfloat16", "hidden": 1024, "outputs": outputs, "op": chain}
+    assert unobserved_ops(KernelSpec.model_validate(spec)) == unobserved
+
+
+ADD_DEAD_ROPE_SPEC = """\
+name = "add_dead_rope"
+dtype = "bfloat16"
+hidden = 1024
+
+[[op]]
+kind = "add_residual"
+
+[[op]]
+kind = "rope"
+rope_dim = 64
+
+[outputs]
+y = false
+"""
+
+
+def test_the_build_points_out_y_repeating_residual_out_and_ops_reaching_no_output(work, monkeypatch, capsys):
+    """Y and residual_out are one row stored twice when no op after the residual add changes it, and an op after
+    the last output is computed for nothing: the build says which key saves it, in which file, and how much (a
+    caller may want both tensors, and the kernel's inputs stay the spec's, so it still builds)."""
     (work / "specs" / "add_quant.toml").write_text(ADD_QUANT_SPEC)
+    (work / "specs" / "add_dead_rope.toml").write_text(ADD_DEAD_ROPE_SPEC)
     monkeypatch.chdir(work)
-    assert cli.main(build_args("specs/rms_norm.toml", "specs/add_quant.toml")) == 0
+    assert cli.main(build_args("specs/rms_norm.toml", "specs/add_quant.toml", "specs/add_dead_rope.toml")) == 0
     printed = capsys.readouterr().out
+    assert (
+        "note: op[1] (rope) reaches no output (y = false, and it writes nothing of its own): the kernel computes it "
+        "for nothing; remove it from specs/add_dead_rope.toml, or set y = true under [outputs]"
+    ) in printed
+    assert printed.count("reaches no output") == 1
     # 4096 tokens × 1024 fp16 columns; the fused kernel moves x, residual, residual_out, Y, Q and its scales.
     assert (
         "note: Y repeats residual_out bit for bit (no op after the one writing residual_out changes the row); "
