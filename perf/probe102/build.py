@@ -1,0 +1,64 @@
+"""probe102 (session 44): the few-token route of rows no op normalises (1 KB parts up to 8 tokens, db8cc92) on
+other part shapes — the same parts on twice the threads (one 16-byte vector a thread where the planner gives
+two) and parts of half the size on the planner's threads — against the planner's own, at 8 tokens.
+
+`specs` writes, for each of perf/probe101's 49 held-out draws whose variants plan (a pinned row_split and threads
+the chain allows), NAME_old (the planner's parts and threads, pinned), NAME_new (twice the threads) and NAME_half
+(twice the parts) into perf/probe102/specs/; then
+
+    .venv/bin/python -m fusegen build perf/probe102/specs --out perf/probe102/kernels/time/kernels --tuning EMPTY.json
+    OUT=... TOKENS=8 ROUNDS=3 CHECK_S=5 bash perf/probe51/call.sh perf/probe102/kernels       # on the device
+
+Decided before the run: a variant becomes the planner's rule only if on seed 4401's specs (fit) its geometric
+mean at 8 tokens is at least 1.02 × the planner's with no spec slower by more than 3 %, and on seed 4402's (held
+out) at least 1.01 × with none slower by more than 3 %."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_injection import dump  # noqa: E402
+
+from fusegen.errors import ChainError, SpecError  # noqa: E402
+from fusegen.plan import plan  # noqa: E402
+from fusegen.schedule import FINE_SPLIT_TOKENS  # noqa: E402
+from fusegen.spec import KernelSpec  # noqa: E402
+
+DRAWN = ROOT / "perf" / "probe101" / "hunt" / "specs"
+OUT = Path(__file__).resolve().parent / "specs"
+
+
+def variants(spec: dict) -> dict[str, dict] | None:
+    fine = plan(KernelSpec.model_validate(spec), "x.toml").routes[0]
+    assert fine.last_tokens == FINE_SPLIT_TOKENS
+    parts, threads = fine.schedule.row_split, fine.schedule.threads
+    shapes = {"old": (parts, threads), "new": (parts, 2 * threads), "half": (2 * parts, threads)}
+    found = {}
+    for suffix, (row_split, part_threads) in shapes.items():
+        pinned = {**spec, "name": f"{spec['name']}_{suffix}", "schedule": {"row_split": row_split, "threads": part_threads}}
+        try:
+            plan(KernelSpec.model_validate(pinned), "x.toml")
+        except (ChainError, SpecError, ValueError):
+            return None if suffix == "old" else found
+        found[suffix] = pinned
+    return found
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for path in sorted(DRAWN.glob("*.toml")):
+        spec = tomllib.loads(path.read_text())
+        spec.pop("schedule", None)
+        for suffix, pinned in (variants(spec) or {}).items():
+            (OUT / f"{pinned['name']}.toml").write_text(dump(pinned))
+            written += 1
+    print(f"{written} specs in {OUT}")
+
+
+if __name__ == "__main__":
+    main()
