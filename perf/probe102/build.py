@@ -11,7 +11,9 @@ the chain allows), NAME_old (the planner's parts and threads, pinned), NAME_new 
 
 Decided before the run: a variant becomes the planner's rule only if on seed 4401's specs (fit) its geometric
 mean at 8 tokens is at least 1.02 × the planner's with no spec slower by more than 3 %, and on seed 4402's (held
-out) at least 1.01 × with none slower by more than 3 %."""
+out) at least 1.01 × with none slower by more than 3 %. (Neither met it; the rule fitted on the run instead,
+schedule.FINE_PART_SERIAL_VECTORS, is held out by `held 4403 4404`: NAME_new the planner, NAME_old its parts
+before the rule, pinned; kept if at least 1.02 × at 8 tokens with none slower by more than 3 %.)"""
 
 from __future__ import annotations
 
@@ -48,7 +50,43 @@ def variants(spec: dict) -> dict[str, dict] | None:
     return found
 
 
+def held(seeds: list[str]) -> None:
+    """Writes into perf/probe102/held/specs, for each fresh draw (gpu_hunt.py draw 1500 /tmp/hSEED --seed SEED
+    --hinted 0 --specs-only) whose few-token route the rule of schedule.FINE_PART_SERIAL_VECTORS puts on twice the
+    threads, NAME_new (the spec, unpinned: the planner with the rule) and NAME_old (the parts and threads the planner
+    gave before the rule, pinned), after checking the pinned one is that schedule."""
+    from fusegen import schedule
+
+    out = OUT.parent / "held" / "specs"
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for seed in seeds:
+        for path in sorted(Path(f"/tmp/h{seed}/specs").glob("*.toml")):
+            spec = tomllib.loads(path.read_text())
+            spec.pop("schedule", None)
+            try:
+                fine = plan(KernelSpec.model_validate(spec), "x.toml").routes[0]
+            except (ChainError, SpecError, ValueError):
+                continue
+            if fine.last_tokens != FINE_SPLIT_TOKENS or not any("twice the" in why for why in fine.schedule.reasons):
+                continue
+            rule, schedule.FINE_PART_SERIAL_VECTORS = schedule.FINE_PART_SERIAL_VECTORS, 10**9
+            before = plan(KernelSpec.model_validate(spec), "x.toml").routes[0].schedule
+            schedule.FINE_PART_SERIAL_VECTORS = rule
+            pinned = {**spec, "name": f"{spec['name']}_old", "schedule": {"row_split": before.row_split, "threads": before.threads}}
+            again = plan(KernelSpec.model_validate(pinned), "x.toml").routes[0].schedule
+            keys = ("threads", "vector_bytes", "padded_hidden", "prefetch", "blocks_per_sm", "row_split")
+            assert all(getattr(again, k) == getattr(before, k) for k in keys), path.name
+            (out / f"{spec['name']}_old.toml").write_text(dump(pinned))
+            (out / f"{spec['name']}_new.toml").write_text(dump({**spec, "name": f"{spec['name']}_new"}))
+            written += 2
+    print(f"{written} specs in {out}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["held"]:
+        held(sys.argv[2:])
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     written = 0
     for path in sorted(DRAWN.glob("*.toml")):
