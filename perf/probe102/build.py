@@ -11,9 +11,10 @@ the chain allows), NAME_old (the planner's parts and threads, pinned), NAME_new 
 
 Decided before the run: a variant becomes the planner's rule only if on seed 4401's specs (fit) its geometric
 mean at 8 tokens is at least 1.02 × the planner's with no spec slower by more than 3 %, and on seed 4402's (held
-out) at least 1.01 × with none slower by more than 3 %. (Neither met it; the rule fitted on the run instead,
-schedule.FINE_PART_SERIAL_VECTORS, is held out by `held 4403 4404`: NAME_new the planner, NAME_old its parts
-before the rule, pinned; kept if at least 1.02 × at 8 tokens with none slower by more than 3 %.)"""
+out) at least 1.01 × with none slower by more than 3 %. (Neither met it. The rule fitted on the run instead,
+twice the threads where a part's threads would hold 4 vectors or more — `rule.patch`, not in the tree — is held
+out by `held 4403 4404` with the patch applied: NAME_new the planner with the rule, NAME_old its parts before it,
+pinned; to be kept if at least 1.02 × at 8 tokens with none slower by more than 3 %. It missed that: README.md.)"""
 
 from __future__ import annotations
 
