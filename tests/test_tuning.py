@@ -554,6 +554,35 @@ def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():
     assert (first.first_tokens, first.last_tokens, first.hints.row_split) == (1, 64, 4)
 
 
+def _planner_routed_cases() -> list[str]:
+    from cases import CASES, spec_for
+
+    return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
+
+
+@pytest.mark.parametrize("name", _planner_routed_cases())
+def test_a_tuning_the_planner_wins_everywhere_builds_the_planners_own_programs(name):
+    """Whatever ranges the planner's routes take (few-token splits, two or four warps a row, one row a block
+    below 1025 tokens), a tuning file in which its schedule won every bucket gives a build the same programs,
+    range for range: schedules, stages and buffers alike."""
+    from cases import spec_for
+
+    from fusegen.tune import Candidate, _concrete, winners
+
+    spec = KernelSpec.model_validate(spec_for(name))
+    own = plan(spec, "k.toml")
+    planner = Candidate(_concrete(own.schedule), own)
+    planner.median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
+    table = with_winners(TuningTable(), spec, GPU, winners(spec, [planner], Measured()))
+    tuned = plan(spec, "k.toml", routes_for(table, spec, GPU))
+    assert all(route.origin.startswith("tuning on") for route in tuned.routes)
+
+    def programs(p):
+        return [(r.first_tokens, r.last_tokens, replace(r.schedule, reasons=()), r.stages, r.scratch) for r in p.routes]
+
+    assert programs(tuned) == programs(own)
+
+
 @pytest.mark.parametrize("ratio", [Fraction(2), Fraction(1, 2)])
 def test_quick_also_times_the_planners_schedule_on_twice_and_half_its_threads(ratio):
     """Twice: few tokens are latency-bound, and the committed full tunes' 8- and 256-token buckets went to 256
