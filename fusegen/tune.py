@@ -33,6 +33,7 @@ from .schedule import (
     FULL_SM_WARPS,
     SM_REGISTERS,
     STREAM_MIN_ELEMS_PER_THREAD,
+    THREAD_CHOICES,
     WARP_THREADS,
     fragment_registers,
     power_of_two,
@@ -147,10 +148,11 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         replaced = plan(spec.model_copy(update={"schedule": spec.schedule.model_copy(update=rule_off)}), "<tune>")
         key = json.dumps(_concrete(replaced.schedule), sort_keys=True)
         found[key] = Candidate(_concrete(replaced.schedule), replaced, replaced_by_rule=True)
-    # Rows split over blocks (each count of parts with the planner's other choices): what wins at few tokens.
+    # Rows split over blocks (each count of parts with the planner's other choices, then on twice the threads the
+    # planner gives such a part): what wins at few tokens.
     splits = row_splits(spec, MIN_TUNED_PART_BYTES) if "row_split" not in pinned else ()
     combos = [dict(zip(free, combo)) for combo in itertools.product(*free.values())] + [{"row_split": parts} for parts in splits]
-    for chosen in combos:
+    for chosen in combos:  # a split's twice-the-threads combo is appended below, and reached by this loop too
         if chosen.get("variant") == "stream" and chosen.get("joint_reduction", "auto") != "auto":
             continue
         # The register ring is the stream's, one row ahead: no slots to choose (schedule.with_stream).
@@ -167,6 +169,8 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
             continue
         key = json.dumps(_concrete(p.schedule), sort_keys=True)
         found.setdefault(key, Candidate(_concrete(p.schedule), p))
+        if set(chosen) == {"row_split"} and "threads" not in pinned and 2 * p.schedule.threads in THREAD_CHOICES:
+            combos.append({**chosen, "threads": 2 * p.schedule.threads})
     return list(found.values())
 
 
@@ -316,10 +320,27 @@ def _register_rings(found: list[Candidate]) -> list[Candidate]:
     return [min(by_blocks[blocks], key=lambda c: rank_key(c.plan)) for blocks in most]
 
 
+# The planner's parts at few tokens on twice their threads, where its threads would each hold this many vectors or
+# more: on the H200 (perf/probe102, 8 tokens) 1.084 × on 14 such parts, held out on 33 fresh ones at 1.065 × (1.074 ×
+# at one token), but with two rows 7–8 % slower — no rule of the planner's, a candidate quick times.
+QUICK_SPLIT_SERIAL_VECTORS = 4
+
+
+def _split_on_twice_threads(found: list[Candidate]) -> list[Candidate]:
+    """The planner's split of the first bucket's count (its parts) on twice the threads, where a thread of the
+    planner's would hold QUICK_SPLIT_SERIAL_VECTORS vectors or more."""
+    few = found[0].plan.route_for(BUCKETS[0].measured_at).schedule
+    if few.row_split == 1 or few.elems_per_thread // few.vector_elems < QUICK_SPLIT_SERIAL_VECTORS:
+        return []
+    doubled = [c for c in found[1:] if c.plan.schedule.row_split == few.row_split and c.plan.schedule.threads == 2 * few.threads]
+    return sorted(doubled, key=lambda c: rank_key(c.plan))[:1]
+
+
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
     """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
     replaced, its tightest launch bounds (_tight_bounds), its schedule on twice and on half the threads (_scaled_threads),
-    two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings)
+    two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings), its
+    few-token parts on twice the threads where a thread holds many vectors (_split_on_twice_threads)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins
     moved with the chain and the width (NOTES.md steps 14–15), so neither is left out."""
     bounds: list[Candidate] = []
@@ -330,6 +351,7 @@ def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> l
         *_scaled_threads(found, Fraction(1, 2)),
         *_full_sm(found),
         *_register_rings(found),
+        *_split_on_twice_threads(found),
     ]:
         if c not in bounds:  # one candidate may be picked by two of these: timed once
             bounds.append(c)

@@ -514,11 +514,31 @@ def test_quick_ranks_one_row_a_block_first_where_a_short_row_gathers_16_values_a
 Q_B_SPEC = ROOT / "specs" / "models" / "deepseek-v3-mla-q-b.toml"
 
 
-def test_tune_times_rows_split_into_parts_of_a_kilobyte_or_more():
+def test_tune_times_rows_split_into_parts_of_a_kilobyte_or_more_on_the_planners_threads_and_twice_them():
     spec, _ = load_spec(Q_B_SPEC)
-    split = {c.hints["row_split"]: c for c in candidates(spec) if "row_split" in c.hints}
-    assert sorted(split) == [2, 4, 8, 16, 32]  # parts of whole 192-column heads, at least 512 bf16 columns
-    assert all(c.plan.routes[-1].schedule.row_split == parts and len(c.plan.routes) == 1 for parts, c in split.items())
+    split = [c for c in candidates(spec) if "row_split" in c.hints]
+    assert all(c.plan.routes[-1].schedule.row_split == c.hints["row_split"] and len(c.plan.routes) == 1 for c in split)
+    # Parts of whole 192-column heads, at least 512 bf16 columns, each on the threads the planner gives such a part
+    # and on twice them.
+    shapes = sorted((c.hints["row_split"], c.hints["threads"]) for c in split)
+    assert shapes == [(2, 512), (2, 1024), (4, 256), (4, 512), (8, 128), (8, 256), (16, 64), (16, 128), (32, 32), (32, 64)]
+
+
+def test_quick_times_the_planners_few_token_parts_on_twice_the_threads_where_a_thread_holds_many_vectors():
+    # fp32 3200 in groups of 16 (perf/probe102's 1.20 × row): 10 parts of 320 columns at 8 tokens, 32 threads of five
+    # 8-byte vectors each; q_b's 32 parts hold three 16-byte vectors a thread, and quick leaves their double out.
+    from fusegen.tune import QUICK_SPLIT_SERIAL_VECTORS, quick_candidates
+
+    grouped = KernelSpec.model_validate(
+        {"name": "k", "dtype": "float32", "hidden": 3200, "op": [{"kind": "quant_fp8", "group_size": 16, "scale_layout": "column"}]}
+    )
+    q_b, _ = load_spec(Q_B_SPEC)
+    for spec, taken in ((grouped, True), (q_b, False)):
+        found = candidates(spec)
+        few = found[0].plan.route_for(8).schedule
+        assert (few.elems_per_thread // few.vector_elems >= QUICK_SPLIT_SERIAL_VECTORS) == taken
+        doubled = [c for c in found if (c.plan.schedule.row_split, c.plan.schedule.threads) == (few.row_split, 2 * few.threads)]
+        assert doubled and any(c in quick_candidates(found) for c in doubled) == taken
 
 
 def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():

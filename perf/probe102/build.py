@@ -93,7 +93,7 @@ def main() -> None:
     for path in sorted(DRAWN.glob("*.toml")):
         spec = tomllib.loads(path.read_text())
         spec.pop("schedule", None)
-        for suffix, pinned in (variants(spec) or {}).items():
+        for pinned in (variants(spec) or {}).values():
             (OUT / f"{pinned['name']}.toml").write_text(dump(pinned))
             written += 1
     print(f"{written} specs in {OUT}")
