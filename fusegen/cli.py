@@ -58,9 +58,8 @@ def _tuning(args):
 
 def cmd_build(args) -> int:
     from .build import JOURNAL, BuildErrors, CompileFailure, build
-    from .model import DTYPE_BYTES
+    from .describe import output_notes
     from .schedule import PTXAS_SPILL_RELAX_BYTES
-    from .spec import KernelSpec, repeated_by_y, unobserved_ops
 
     try:
         tuning, tuning_used = _tuning(args)
@@ -101,19 +100,8 @@ def cmd_build(args) -> int:
             if not check.ok:
                 failing += 1
                 print(f"    ✗ {check.name}: {check.detail}")
-        spec = KernelSpec.model_validate(p.spec)
-        for index in unobserved_ops(spec):
-            print(
-                f"    note: op[{index}] ({spec.op[index].kind}) reaches no output (y = false, and it writes nothing of its own): "
-                f"the kernel computes it for nothing; remove it from {p.spec_file}, or set y = true under [outputs]"
-            )
-        if repeated := repeated_by_y(spec):
-            saved = p.hidden * DTYPE_BYTES[p.dtype] * m
-            print(
-                f"    note: Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); "
-                f"`y = false` under [outputs] in {p.spec_file} saves {saved / 1e6:.1f} MB at {m} tokens, "
-                f"{saved / (fused * 1e6):.0%} of the kernel's traffic"
-            )
+        for note in output_notes(p):
+            print(f"    note: {note}")
         for index, resources in enumerate(b.resources):
             if resources and resources.stack_bytes:
                 # Correct either way: each spilled word goes through local memory. The build lowers a planner's

@@ -4,10 +4,31 @@ from __future__ import annotations
 
 from .emit import schedule_summary
 from .errors import one_line
-from .model import Plan
+from .model import DTYPE_BYTES, Plan
+from .spec import KernelSpec, repeated_by_y, unobserved_ops
 
 # A reread program whose finishing pass reuses the statistics pass's loads (Schedule.tiles_held).
 HELD_WORDS = ", the row's words held in registers between the passes"
+
+
+def output_notes(p: Plan) -> list[str]:
+    """What the spec asks the kernel to compute or store for nothing (spec.unobserved_ops, spec.repeated_by_y),
+    each naming the key that saves it: `fusegen build` and `fusegen plan` say these, the build still builds."""
+    spec = KernelSpec.model_validate(p.spec)
+    where = one_line(p.spec_file)
+    notes = [
+        f"op[{index}] ({spec.op[index].kind}) reaches no output (y = false, and it writes nothing of its own): the kernel "
+        f"computes it for nothing; remove it from {where}, or set y = true under [outputs]"
+        for index in unobserved_ops(spec)
+    ]
+    if repeated := repeated_by_y(spec):
+        m = p.ledger_tokens
+        saved = p.hidden * DTYPE_BYTES[p.dtype] * m
+        notes.append(
+            f"Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); `y = false` under "
+            f"[outputs] in {where} saves {saved / 1e6:.1f} MB at {m} tokens, {saved / p.ledger.fused_bytes(m):.0%} of the kernel's traffic"
+        )
+    return notes
 
 
 def _shape(dims) -> str:
@@ -63,4 +84,6 @@ def describe_plan(p: Plan) -> str:
             amount = line.bytes_per_token * m + line.fixed_bytes
             out.append(f"      {line.kernel:<20} {line.direction:<5} {line.tensor:<18} {amount / 1e6:10.3f} MB")
     out.append(f"  fusion saves {unfused / fused:.2f}× the bytes")
+    if notes := output_notes(p):
+        out += ["", "notes", *(f"  {note}" for note in notes)]
     return "\n".join(out)

@@ -876,6 +876,10 @@ def test_the_build_points_out_y_repeating_residual_out_and_ops_reaching_no_outpu
         "for nothing; remove it from specs/add_dead_rope.toml, or set y = true under [outputs]"
     ) in printed
     assert printed.count("reaches no output") == 1
+    # `fusegen plan` says the same, under the plan's notes.
+    assert cli.main(["plan", "specs/add_dead_rope.toml"]) == 0
+    described = capsys.readouterr().out
+    assert "\nnotes\n  op[1] (rope) reaches no output (y = false, and it writes nothing of its own)" in described
     # 4096 tokens × 1024 fp16 columns; the fused kernel moves x, residual, residual_out, Y, Q and its scales.
     assert (
         "note: Y repeats residual_out bit for bit (no op after the one writing residual_out changes the row); "

@@ -32,6 +32,20 @@ def test_build_report_and_plan_escape_paths(tmp_path, monkeypatch, capsys):
     assert_escaped(capsys.readouterr().out, RED)
 
 
+def test_the_notes_of_build_and_plan_escape_the_spec_path(tmp_path, monkeypatch, capsys):
+    # Y repeating residual_out is pointed out naming the spec's file.
+    monkeypatch.chdir(tmp_path)
+    Path(RED).write_text(SPEC.replace('kind = "rmsnorm"', 'kind = "add_residual"\n\n[[op]]\nkind = "quant_fp8"\ngroup_size = 128'))
+    assert cli.main(["build", RED, "--out", "out", "--jobs", "1"]) == 0
+    built = capsys.readouterr().out
+    assert "note: Y repeats residual_out" in built
+    assert_escaped(built, RED)
+    assert cli.main(["plan", RED]) == 0
+    described = capsys.readouterr().out
+    assert "Y repeats residual_out" in described
+    assert_escaped(described, RED)
+
+
 def test_spec_error_in_a_directory_with_a_line_break_is_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path(FAKE_LINE).mkdir()
