@@ -456,9 +456,8 @@ def winners(spec: KernelSpec, found: list[Candidate], measured: Measured) -> Gpu
         # Where the planner wins, each of its own routes keeps its part of the bucket: its rules divide buckets
         # (1 KB row parts up to 8 tokens and 3 KB ones to 64; four warps a row to 256), and the one count timed
         # says nothing against a route that did not run there. A candidate that wins runs the whole bucket.
-        routes = [r for r in chosen.plan.routes if _overlap(r, bucket)] if chosen is planner else [chosen.plan.route_for(at)]
-        for route in routes:
-            first, last = _overlap(route, bucket)
+        routes = chosen.plan.routes if chosen is planner else [chosen.plan.route_for(at)]
+        for route, (first, last) in ((r, span) for r in routes if (span := _overlap(r, bucket))):
             chosen_by_bucket.append(
                 BucketWinner(
                     first_tokens=first,

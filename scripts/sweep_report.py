@@ -7,8 +7,8 @@ plot of × copy against hidden, default against tuned.
 
 Each RUN is a `fusegen bench --out-dir` directory (bench.json): WIDE_RUN holds the untuned sweep counts,
 SMALL_RUN the 8- and 256-token rows with torch.compile (default: WIDE_RUN), each TUNED_RUN the sweep counts
-of some specs with tuning winners, against that run's own copy ceiling (a later run's row replaces an earlier's). Writes DIR/sweep.md and DIR/sweep.png; exits 1 if a target is missed (the report
-says which).
+of some specs with tuning winners, against that run's own copy ceiling (a later run's row replaces an
+earlier's). Writes DIR/sweep.md and DIR/sweep.png; exits 1 if a target is missed (the report says which).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ reference at many token counts."""
 
 from __future__ import annotations
 
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
 from fusegen.tuning import TunedRoute
 
 ADD = {"kind": "add_residual"}
@@ -886,6 +888,12 @@ ROUTED_CASES = ("quant_g128_bf16_7168", "rope_tail_neox_64", "ln_fp16_4096")
 def spec_for(name: str) -> dict:
     purpose, spec = {**CASES, **PENDING_GPU_CASES}[name]
     return {"name": name, **spec}
+
+
+def planner_routed_cases() -> list[str]:
+    """The cases the planner itself gives several routes (split rows for few tokens, two or four warps a row,
+    one row per block below the 1025 tokens from which it streams or puts several short rows in a block)."""
+    return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
 
 
 # The committed examples: the seed's seven kernels, each in specs/<name>.toml and tuned in tuning.json.

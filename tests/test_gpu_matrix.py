@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, spec_for
+from cases import CASES, PENDING_GPU_CASES, ROUTED, ROUTED_CASES, planner_routed_cases, spec_for
 
 from fusegen import checking, testing
 from fusegen.plan import plan
@@ -60,12 +60,6 @@ def test_routed_programs_each_serve_their_counts(name, scratch):
     for tokens in (1, 63, 64, 65, 66, 255, 4096):
         checking.run_and_compare(module, tokens)
     assert module.launcher.compilations == 2
-
-
-def planner_routed_cases() -> list[str]:
-    """The cases the planner itself gives several routes (a split row for few tokens, one row per block
-    below the 1025 tokens from which it streams or puts several short rows in a block)."""
-    return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
 
 
 @testing.requires_gpu

@@ -12,7 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from cases import EXAMPLE_KERNELS
+from cases import EXAMPLE_KERNELS, planner_routed_cases, spec_for
 
 from fusegen.emit import render
 from fusegen.errors import SpecError
@@ -574,19 +574,11 @@ def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():
     assert (first.first_tokens, first.last_tokens, first.hints.row_split) == (1, 64, 4)
 
 
-def _planner_routed_cases() -> list[str]:
-    from cases import CASES, spec_for
-
-    return [name for name in sorted(CASES) if len(plan(KernelSpec.model_validate(spec_for(name)), name).routes) > 1]
-
-
-@pytest.mark.parametrize("name", _planner_routed_cases())
+@pytest.mark.parametrize("name", planner_routed_cases())
 def test_a_tuning_the_planner_wins_everywhere_builds_the_planners_own_programs(name):
     """Whatever ranges the planner's routes take (few-token splits, two or four warps a row, one row a block
     below 1025 tokens), a tuning file in which its schedule won every bucket gives a build the same programs,
     range for range: schedules, stages and buffers alike."""
-    from cases import spec_for
-
     from fusegen.tune import Candidate, _concrete, winners
 
     spec = KernelSpec.model_validate(spec_for(name))
