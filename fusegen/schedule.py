@@ -801,7 +801,7 @@ def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
         return None
     if hints.variant not in ("auto", "fragment") or hints.block_m not in ("auto", 1):
         return None
-    if many.threads != WARP_THREADS * many.block_m or many.variant not in ("fragment", "stream"):
+    if narrow_row(spec) or many.threads > WARP_THREADS * many.block_m or many.variant not in ("fragment", "stream"):
         return None
     if few_token_split(spec) > 1:  # last: it plans every split the row allows
         return None
@@ -1751,6 +1751,15 @@ def _staged_words(spec: KernelSpec, row: Schedule, side_inputs: tuple[Tensor, ..
 # scales 0.70 → 0.95), two even, three 8–10 % slower (bf16 QK-norm → cache RoPE 128 0.95 → 0.87, probe21's
 # row); rows under 0.90 × copy 12 → 8.
 SHORT_ROWS_BLOCK_BYTES = 2048
+# A row of one warp's 16-byte vectors (16-bit 256 columns, float32 128): on a warp of its own each lane holds one
+# vector. Where an op asks (ops.Op.shares_one_vector_rows), short_rows gives such rows part of a warp each, as it
+# does narrower ones: half a warp, two vectors a lane. Measured on the H200 (perf/probe104, fresh unhinted draws,
+# untuned, at the sweep's counts, old and new programs in three interleaved rounds): over 34 such rows of every
+# chain 1.071 × geometric mean, but plain and gathering rows lost up to 4 % (bf16 RMSNorm writing y and rstd
+# 0.95 → 0.91, RMSNorm → cache RoPE → rescale 0.79 → 0.75), while the 18 that quantise to FP8 ran 0.995–1.34 ×.
+# Held out on the 15 quantising rows that run had not timed: 1.101 ×, none slower by more than 0.6 %
+# (bf16 → FP8 rows 0.55 → 0.88, 0.68 → 0.81, 0.79 → 0.91; under 0.90 × copy 8 → 4).
+ONE_VECTOR_ROW_BYTES = WARP_THREADS * 16
 GATHERED_SHORT_ROWS_BLOCK_M = 2
 
 
@@ -1772,9 +1781,12 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
     a stream where `one_row_streams`); None where that is one row or the hints pin the layout."""
     hints = spec.schedule
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
-    # A narrow row shares a warp with others (narrow_row): its threads hold a few values however many rows
-    # the block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
-    narrow = narrow_row(spec)
+    # A narrow row shares a warp with others (narrow_row), and so does a row of one 16-byte vector a lane where
+    # an op asks (ONE_VECTOR_ROW_BYTES): its threads hold a few values however many rows the block has, so the
+    # gathering rows' limit (measured on rows of a warp each) does not bind it.
+    context, one_vector = chain_context(spec), row_bytes == ONE_VECTOR_ROW_BYTES
+    asked = [why for op in spec.op if one_vector and (why := REGISTRY[op.kind].shares_one_vector_rows(op, context))]
+    narrow = narrow_row(spec) or bool(asked)
     block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread, one_row_streams)
     if block_m == 1 or _row_layout_pinned(hints) or (not narrow and block_m * one_row.threads > SM_THREADS // 2):
         return None
@@ -1789,7 +1801,7 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
         sharing = _row_schedule(spec, block_m, None, columns_multiple(spec), share_warps=True)
     except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
         return None
-    return replace(sharing, reasons=sharing.reasons + (why,))
+    return replace(sharing, reasons=sharing.reasons + (why, *asked))
 
 
 # Rows a block for an output stored in short column-major runs (ops.Op.sector_rows), measured on the H200

@@ -451,6 +451,32 @@ def test_rows_of_a_warps_vectors_keep_whole_warps(dtype, hidden):
     assert s.block_m > 1 and (s.threads // s.block_m) % 32 == 0
 
 
+# (chain, dtype, hidden, extra, lanes a row): rows of one warp's 16-byte vectors that quantise to FP8, timed on the
+# H200 on whole warps and on part of one (perf/probe104's draws: bf16 → FP8 rows 0.55 → 0.88, 0.68 → 0.81).
+ONE_VECTOR_QUANT_ROWS = [
+    pytest.param([RMS, quant()], "bfloat16", 256, NO_Y, 16, id="bf16 256 fp8-only"),
+    pytest.param([LN, quant(32)], "float16", 256, {}, 16, id="fp16 256 ln fp8 with y"),
+    pytest.param([RMS, rope(32), quant(64)], "float32", 128, NO_Y, 8, id="fp32 128 rope fp8"),
+    pytest.param([quant(128, scale="ue8m0")], "bfloat16", 256, NO_Y, 16, id="bf16 256 activation quant"),
+]
+
+
+@pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "lanes"), ONE_VECTOR_QUANT_ROWS)
+def test_rows_of_a_warps_vectors_that_quantise_share_warps_for_many_tokens_only(ops, dtype, hidden, extra, lanes):
+    """schedule.ONE_VECTOR_ROW_BYTES: a row one warp holds in one 16-byte vector a lane takes part of a warp, two
+    vectors or more a lane, four rows a block, where an op asks (quant_fp8); the routes below STREAM_MIN_TOKENS
+    keep whole warps, up to 64 tokens two of them a row."""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
+    *few, many = plan(spec, "k.toml").routes
+    s = many.schedule
+    assert (s.variant, s.block_m, s.threads // s.block_m, s.vector_bytes, s.padded_hidden) == ("fragment", 4, lanes, 16, hidden)
+    assert any("perf/probe104" in r for r in s.reasons)
+    assert many.first_tokens == STREAM_MIN_TOKENS
+    assert [(r.schedule.block_m, r.schedule.threads) for r in few] == [(1, 64), (1, 32)]
+    unquantised = planned([op for op in ops if op["kind"] != "quant_fp8"] or [RMS], dtype, hidden)
+    assert unquantised.threads // unquantised.block_m == 32
+
+
 def test_a_narrow_row_takes_a_hinted_group_of_lanes_and_a_wide_one_refuses_it():
     s = planned([RMS], "bfloat16", 64, schedule={"threads": 128, "block_m": 16})
     assert (s.block_m, s.threads) == (16, 128)

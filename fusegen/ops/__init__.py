@@ -263,6 +263,12 @@ class Op(ABC, Generic[S]):
         staging them, fills it (schedule.sector_rows); None where one row a block stores whole sectors."""
         return None
 
+    def shares_one_vector_rows(self, op: S, ctx: ChainContext) -> str | None:
+        """Why a row of one warp's 16-byte vectors should share a warp with the block's other rows on the route of
+        many tokens where this op is in the chain (schedule.ONE_VECTOR_ROW_BYTES), for plan.json's reasons; None
+        where a warp of its own serves it as well."""
+        return None
+
     def tile_rule(self, op: S, ctx: ChainContext, tile_columns: int) -> str | None:
         """Why this op cannot run on a row read in tiles of `tile_columns` contiguous columns (variant
         reread: emit_statistics's passes, then emit_tile on one tile at a time), in words that follow the op's
