@@ -82,6 +82,21 @@ def narrow_row(spec: KernelSpec) -> bool:
     return spec.hidden * DTYPE_BYTES[spec.dtype] < WARP_THREADS * 16
 
 
+def one_vector_row_sharing(spec: KernelSpec) -> list[str]:
+    """Why the chain's ops ask a row of one warp's 16-byte vectors to share warps (ONE_VECTOR_ROW_BYTES,
+    ops.Op.shares_one_vector_rows); empty where none does, or the row is of another width."""
+    if spec.hidden * DTYPE_BYTES[spec.dtype] != ONE_VECTOR_ROW_BYTES:
+        return []
+    context = chain_context(spec)
+    return [why for op in spec.op if (why := REGISTRY[op.kind].shares_one_vector_rows(op, context))]
+
+
+def rows_share_warps(spec: KernelSpec) -> bool:
+    """Whether the rows of a block may take part of a warp each (model.Layout): narrow rows, and rows of one
+    warp's 16-byte vectors whose ops ask it."""
+    return narrow_row(spec) or bool(one_vector_row_sharing(spec))
+
+
 def row_threads_allowed(threads: int, block_m: int, share_warps: bool) -> bool:
     """Whether `threads` give each of `block_m` rows threads of its own: whole warps, or, where rows may
     share warps, a power-of-two group of a warp's lanes (a row's shuffles then stay inside its group)."""
@@ -890,9 +905,9 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
-    share_warps = variant in ("auto", "fragment") and narrow_row(spec)
+    share_warps = variant in ("auto", "fragment") and rows_share_warps(spec)
     if threads and not row_threads_allowed(threads, block_m, share_warps):
-        narrow = f", or a power of two below {WARP_THREADS} (this row is narrower than a warp's 16-byte vectors)" if share_warps else ""
+        narrow = f", or a power of two below {WARP_THREADS} (rows of this width and chain share warps)" if share_warps else ""
         raise ChainError(
             "schedule.threads",
             f"with block_m = {block_m} each row of a block takes threads / block_m threads of its own, whole warps{narrow}: "
@@ -1757,8 +1772,9 @@ SHORT_ROWS_BLOCK_BYTES = 2048
 # untuned, at the sweep's counts, old and new programs in three interleaved rounds): over 34 such rows of every
 # chain 1.071 × geometric mean, but plain and gathering rows lost up to 4 % (bf16 RMSNorm writing y and rstd
 # 0.95 → 0.91, RMSNorm → cache RoPE → rescale 0.79 → 0.75), while the 18 that quantise to FP8 ran 0.995–1.34 ×.
-# Held out on the 15 quantising rows that run had not timed: 1.101 ×, none slower by more than 0.6 %
-# (bf16 → FP8 rows 0.55 → 0.88, 0.68 → 0.81, 0.79 → 0.91; under 0.90 × copy 8 → 4).
+# Held out on the 15 quantising rows that run had not timed: 1.101 ×, none slower by more than 0.6 % (fp32 128
+# LayerNorm → RoPE → FP8 0.55 → 0.88, fp16 256 LayerNorm → cache RoPE → FP8 0.68 → 0.81, LayerNorm → RoPE → FP8
+# 0.66 → 0.76; under 0.90 × copy 6 → 4).
 ONE_VECTOR_ROW_BYTES = WARP_THREADS * 16
 GATHERED_SHORT_ROWS_BLOCK_M = 2
 
@@ -1781,12 +1797,10 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
     a stream where `one_row_streams`); None where that is one row or the hints pin the layout."""
     hints = spec.schedule
     row_bytes = spec.hidden * DTYPE_BYTES[spec.dtype]
-    # A narrow row shares a warp with others (narrow_row), and so does a row of one 16-byte vector a lane where
-    # an op asks (ONE_VECTOR_ROW_BYTES): its threads hold a few values however many rows the block has, so the
-    # gathering rows' limit (measured on rows of a warp each) does not bind it.
-    context, one_vector = chain_context(spec), row_bytes == ONE_VECTOR_ROW_BYTES
-    asked = [why for op in spec.op if one_vector and (why := REGISTRY[op.kind].shares_one_vector_rows(op, context))]
-    narrow = narrow_row(spec) or bool(asked)
+    # A row that shares a warp with others (rows_share_warps) holds a few values a thread however many rows the
+    # block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
+    asked = one_vector_row_sharing(spec)
+    narrow = rows_share_warps(spec)
     block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread, one_row_streams)
     if block_m == 1 or _row_layout_pinned(hints) or (not narrow and block_m * one_row.threads > SM_THREADS // 2):
         return None

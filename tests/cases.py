@@ -117,11 +117,11 @@ CASES = {
     "quant_alone_g128_block_m2": case("group quant, two rows per block", [quant(128)], hidden=1024, schedule={"block_m": 2}),
     "quant_rope_256": case("RoPE → quant at the seed's small width", [rope(32), quant(128)], "float16", 256),
     "rms_block_m4_one_warp": case(
-        "four short rows on one warp: the warp-partial store is vectorised",
+        "four short rows on a warp each: the warp-partial store is vectorised",
         [RMS, quant(64, scale="ue8m0")],
         "float32",
         128,
-        schedule={"block_m": 4},
+        schedule={"block_m": 4, "threads": 128},
     ),
     "rope_dim_8_narrows_vectors": case(
         "rope_dim 8 at 8-element vectors would sit in one thread: the span loops hold it on 8-byte vectors (rope.layout_refusal)",
