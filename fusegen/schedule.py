@@ -809,8 +809,9 @@ FEW_TOKEN_THREADS = 2 * WARP_THREADS
 
 def few_token_threads(spec: KernelSpec, many: Schedule) -> int | None:
     """FEW_TOKEN_THREADS where the route for up to FEW_TOKENS tokens keeps whole rows and the schedule for
-    many tokens (`many`) holds each in one warp, and the hints pin nothing the thread count would change;
-    else None (that schedule serves few tokens too)."""
+    many tokens (`many`) holds each in one warp (or, for a row of one warp's vectors, part of one: the route of
+    one row a block below it holds it in a warp), the row not narrower than a warp's vectors, and the hints pin
+    nothing the thread count would change; else None (that schedule serves few tokens too)."""
     hints = spec.schedule
     if any(value != "auto" for value in (hints.row_split, hints.threads, hints.blk_k, hints.ring_slots, hints.blocks_per_sm)):
         return None
@@ -1800,9 +1801,9 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
     # A row that shares a warp with others (rows_share_warps) holds a few values a thread however many rows the
     # block has, so the gathering rows' limit (measured on rows of a warp each) does not bind it.
     asked = one_vector_row_sharing(spec)
-    narrow = rows_share_warps(spec)
-    block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not narrow, one_row.elems_per_thread, one_row_streams)
-    if block_m == 1 or _row_layout_pinned(hints) or (not narrow and block_m * one_row.threads > SM_THREADS // 2):
+    shares = rows_share_warps(spec)
+    block_m = short_rows_block_m(row_bytes, waits.gathers > 0 and not shares, one_row.elems_per_thread, one_row_streams)
+    if block_m == 1 or _row_layout_pinned(hints) or (not shares and block_m * one_row.threads > SM_THREADS // 2):
         return None
     why = (
         f"{block_m} rows a block, {block_m * row_bytes} bytes: one {row_bytes}-byte row a block would leave an SM "
@@ -1810,7 +1811,7 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
     )
     try:
         _check_blocks_count_tokens(spec, block_m)
-        if not narrow:
+        if not shares:
             return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
         sharing = _row_schedule(spec, block_m, None, columns_multiple(spec), share_warps=True)
     except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
