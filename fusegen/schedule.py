@@ -388,8 +388,6 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
         return schedule
     if hint == "auto" and (why := _gathered_where_used(spec, schedule, side_inputs, after_gather)):
         return replace(schedule, reasons=schedule.reasons + (why,))
-    per_column = sum(1 for t in side_inputs if t.per_column)
-    staged_per_thread = per_column * schedule.elems_per_thread  # each thread holds its row's columns (model.Layout)
     how = (
         "per-column ones into registers in the row's layout once per block, per-token ones through the ring with the row"
         if schedule.variant == "stream"
@@ -398,8 +396,30 @@ def with_prefetch(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tenso
     return replace(
         schedule,
         prefetch=True,
-        register_estimate=schedule.register_estimate + staged_per_thread,
-        reasons=schedule.reasons + (f"side inputs are loaded next to the row, before the first reduction: {how}",),
+        register_estimate=schedule.register_estimate + _staged_per_thread(schedule, side_inputs),
+        reasons=schedule.reasons + (f"{STAGED_REASON}: {how}",),
+    )
+
+
+STAGED_REASON = "side inputs are loaded next to the row, before the first reduction"
+
+
+def _staged_per_thread(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
+    """The values a thread holds of the per-column side inputs staged (each thread holds its row's columns:
+    model.Layout), which with_prefetch adds to the register estimate."""
+    return sum(1 for t in side_inputs if t.per_column) * schedule.elems_per_thread
+
+
+def _unstaged(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
+    """`schedule` as with_prefetch would have left it with the side inputs read where used: estimate and reasons
+    too, so a plan says what its program does (and a tuned build of it, planned from its hints, says the same)."""
+    if not schedule.prefetch:
+        return schedule
+    return replace(
+        schedule,
+        prefetch=False,
+        register_estimate=schedule.register_estimate - _staged_per_thread(schedule, side_inputs),
+        reasons=tuple(r for r in schedule.reasons if not r.startswith(STAGED_REASON)),
     )
 
 
@@ -1256,7 +1276,7 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
     cap = SM_REGISTERS // (2 * schedule.threads)
     if need * schedule.threads * 2 <= SM_REGISTERS or 2 * schedule.threads > SM_THREADS:
         return replace(schedule, blocks_per_sm=1)
-    unstaged = replace(schedule, prefetch=False)
+    unstaged = _unstaged(schedule, side_inputs)
     unstaged_need = fragment_registers(unstaged, side_inputs)
     may_unstage = (schedule.prefetch or default_unstaged) and spec.schedule.prefetch == "auto"
     # Two blocks that fit only by squeezing the staged side inputs under the cap ran slower than the same two
@@ -1271,12 +1291,7 @@ def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: t
             f"two blocks per SM with the side inputs read where they are used: staged they would take ~{need} "
             f"registers a thread, over the {cap} the launch bound caps them at; read where used, ~{unstaged_need}"
         )
-        return replace(
-            unstaged,
-            blocks_per_sm=2,
-            register_estimate=schedule.register_estimate - (0 if default_unstaged else need - unstaged_need),
-            reasons=schedule.reasons + (why,),
-        )
+        return replace(unstaged, blocks_per_sm=2, reasons=unstaged.reasons + (why,))
     return replace(schedule, blocks_per_sm=1)
 
 

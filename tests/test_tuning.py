@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from dataclasses import replace
@@ -574,25 +575,47 @@ def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():
     assert (first.first_tokens, first.last_tokens, first.hints.row_split) == (1, 64, 4)
 
 
+def planner_won_everywhere(spec: KernelSpec) -> tuple:
+    """The planner's own plan of `spec`, and the plan a tuning file in which its schedule won every bucket gives."""
+    from fusegen.tune import Candidate, _concrete, winners
+
+    own = plan(spec, "k.toml")
+    planner = Candidate(_concrete(own.schedule), own)
+    planner.median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
+    table = with_winners(TuningTable(), spec, GPU, winners(spec, [planner], Measured()))
+    return own, plan(spec, "k.toml", routes_for(table, spec, GPU))
+
+
+def programs(p) -> list[tuple]:
+    """What a build compiles of a plan, range for range: schedules (all but the reasons), stages and buffers."""
+    return [(r.first_tokens, r.last_tokens, replace(r.schedule, reasons=()), r.stages, r.scratch) for r in p.routes]
+
+
 @pytest.mark.parametrize("name", planner_routed_cases())
 def test_a_tuning_the_planner_wins_everywhere_builds_the_planners_own_programs(name):
     """Whatever ranges the planner's routes take (few-token splits, two or four warps a row, one row a block
     below 1025 tokens), a tuning file in which its schedule won every bucket gives a build the same programs,
     range for range: schedules, stages and buffers alike."""
-    from fusegen.tune import Candidate, _concrete, winners
-
-    spec = KernelSpec.model_validate(spec_for(name))
-    own = plan(spec, "k.toml")
-    planner = Candidate(_concrete(own.schedule), own)
-    planner.median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
-    table = with_winners(TuningTable(), spec, GPU, winners(spec, [planner], Measured()))
-    tuned = plan(spec, "k.toml", routes_for(table, spec, GPU))
+    own, tuned = planner_won_everywhere(KernelSpec.model_validate(spec_for(name)))
     assert all(route.origin.startswith("tuning on") for route in tuned.routes)
-
-    def programs(p):
-        return [(r.first_tokens, r.last_tokens, replace(r.schedule, reasons=()), r.stages, r.scratch) for r in p.routes]
-
     assert programs(tuned) == programs(own)
+
+
+RANDOM_PLANNER_WINS = 300
+
+
+def test_the_planners_own_programs_survive_its_winning_on_random_specs():
+    """The same on random unhinted draws (tests/test_random_specs.py's), which reach layouts and sizings no GPU
+    case does: a 16-bit 256-column FP8 row sharing warps, whose layout its own hints once refused, and rows the
+    planner unstages for a second block, whose tuned build once kept the staged row's register estimate."""
+    from test_random_specs import draw_valid
+
+    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
+    rng = random.Random(seed)
+    for _ in range(RANDOM_PLANNER_WINS):
+        drawn = {key: value for key, value in draw_valid(rng).items() if key not in ("schedule", "tokens")}
+        own, tuned = planner_won_everywhere(KernelSpec.model_validate(drawn))
+        assert programs(tuned) == programs(own), f"{drawn} (seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
 
 
 @pytest.mark.parametrize("ratio", [Fraction(2), Fraction(1, 2)])
