@@ -605,9 +605,10 @@ RANDOM_PLANNER_WINS = 300
 
 
 def test_the_planners_own_programs_survive_its_winning_on_random_specs():
-    """The same on random unhinted draws (tests/test_random_specs.py's), which reach layouts and sizings no GPU
-    case does: a 16-bit 256-column FP8 row sharing warps, whose layout its own hints once refused, and rows the
-    planner unstages for a second block, whose tuned build once kept the staged row's register estimate."""
+    """The same on random unhinted draws (tests/test_random_specs.py's), which reach layouts and sizings the GPU
+    cases reach once or never: 16-bit 256-column FP8 rows sharing warps, whose layout their own hints once refused
+    (one case had it), and rows the planner unstages for a second block, whose tuned build once kept the staged
+    row's register estimate (none had it)."""
     from test_random_specs import draw_valid
 
     seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
