@@ -266,6 +266,14 @@ def token_counts(p, tokens: tuple[int, ...], sweep: bool) -> list[int]:
     return counts
 
 
+def not_timed(spec, tokens: tuple[int, ...], sweep: bool) -> str | None:
+    """Why a kernel gets no timing at all (a spec that pins a count the run does not ask for), in a line that names
+    the spec and what would time it; None where token_counts gives it a count."""
+    if token_counts(spec, tokens, sweep):
+        return None
+    return f"{spec.name}: not timed: its spec pins tokens = {spec.tokens}, which is not among the counts asked for; add {spec.tokens} to --tokens"
+
+
 def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
     """The spec as written, or re-targeted to each requested hidden size and dtype."""
     out = []
@@ -307,7 +315,14 @@ def run(
     # The winners of the GPU this runs on, as `fusegen build --gpu` would pick them.
     tuning = Tuning.load(Path(tuning_file or TUNING_FILE), env["gpu"])
     written = load_and_plan(collect_spec_files(spec_paths))
-    specs = [(KernelSpec.model_validate(v), p.spec_file) for p in written for v in variants(p.spec, hiddens, dtypes)]
+    specs = []
+    for p in written:
+        for v in variants(p.spec, hiddens, dtypes):
+            spec = KernelSpec.model_validate(v)
+            if why := not_timed(spec, tokens, sweep):
+                print(why)  # and not built: nothing would time it
+            else:
+                specs.append((spec, p.spec_file))
     scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
     # Built as `fusegen build` builds them (launch bounds from ptxas's registers included), compiled in parallel:
     # one at a time, the 28 kernels of the target matrix (and torch.compile's baselines) did not finish within

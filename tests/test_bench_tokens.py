@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from fusegen.bench import sweep_tokens, token_counts
+from fusegen.bench import not_timed, sweep_tokens, token_counts
 
 
 def test_the_sweep_count_moves_64_mi_elements_and_never_fewer_than_16384_tokens():
@@ -17,3 +17,13 @@ def test_each_kernel_gets_its_own_sweep_count_after_the_counts_asked_for():
     assert token_counts(SimpleNamespace(hidden=8192, tokens=None), (8, 16384), sweep=True) == [8, 16384]
     assert token_counts(SimpleNamespace(hidden=1024, tokens=None), (8, 256), sweep=False) == [8, 256]
     assert token_counts(SimpleNamespace(hidden=1024, tokens=37), (8, 37), sweep=True) == [37]
+
+
+def test_a_spec_pinned_to_a_count_not_asked_for_is_named_with_what_would_time_it():
+    """perf/probe103's sweep of a fresh draw timed 58 of its 64 specs and said nothing of the six that pin a count."""
+    pinned = SimpleNamespace(name="pinned_k", hidden=1024, tokens=4096)
+    assert not_timed(pinned, (8,), sweep=True) == (
+        "pinned_k: not timed: its spec pins tokens = 4096, which is not among the counts asked for; add 4096 to --tokens"
+    )
+    assert not_timed(pinned, (8, 4096), sweep=False) is None
+    assert not_timed(SimpleNamespace(name="k", hidden=1024, tokens=None), (), sweep=True) is None
