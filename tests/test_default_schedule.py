@@ -6,6 +6,8 @@ enough to keep rows in flight, for a kilobyte that gathers), one row per block e
 from __future__ import annotations
 
 import importlib.util
+import os
+import random
 import sys
 from pathlib import Path
 
@@ -13,9 +15,9 @@ import pytest
 
 from fusegen.build import collect_spec_files, load_and_plan
 from fusegen.emit import render
-from fusegen.errors import ChainError
+from fusegen.errors import ChainError, SpecError
 from fusegen.plan import plan, plan_as_dict
-from fusegen.schedule import STREAM_BYTES_IN_FLIGHT, STREAM_MIN_TOKENS, registers_allotted, resident_blocks
+from fusegen.schedule import STAGED_REASON, STREAM_BYTES_IN_FLIGHT, STREAM_MIN_TOKENS, registers_allotted, resident_blocks
 from fusegen.spec import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1134,3 +1136,22 @@ def test_plan_says_why_a_row_took_vectors_under_16_bytes(ops, dtype, hidden, sai
     s = planned(ops, dtype, hidden)
     assert s.vector_bytes < 16
     assert any(reason.startswith(said) for reason in s.reasons), s.reasons
+
+
+def test_a_plan_says_it_stages_side_inputs_exactly_where_its_program_does():
+    """On random draws, hinted or not (tests/test_random_specs.py's): a route's reasons say the side inputs are loaded
+    next to the row where, and only where, its program stages them (a row unstaged for a second block once said
+    both)."""
+    from test_random_specs import draw_valid
+
+    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
+    rng = random.Random(seed)
+    for _ in range(400):
+        drawn = draw_valid(rng)
+        try:
+            routes = plan(KernelSpec.model_validate(drawn), "k.toml").routes
+        except (ChainError, SpecError):
+            continue  # a hint the planner refuses: test_random_specs checks the refusals
+        for route in routes:
+            said = any(reason.startswith(STAGED_REASON) for reason in route.schedule.reasons)
+            assert said == route.schedule.prefetch, f"{drawn} (seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
