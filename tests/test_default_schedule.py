@@ -6,8 +6,6 @@ enough to keep rows in flight, for a kilobyte that gathers), one row per block e
 from __future__ import annotations
 
 import importlib.util
-import os
-import random
 import sys
 from pathlib import Path
 
@@ -1142,10 +1140,9 @@ def test_a_plan_says_it_stages_side_inputs_exactly_where_its_program_does():
     """On random draws, hinted or not (tests/test_random_specs.py's): a route's reasons say the side inputs are loaded
     next to the row where, and only where, its program stages them (a row unstaged for a second block once said
     both)."""
-    from test_random_specs import draw_valid
+    from test_random_specs import draw_valid, seeded_draws
 
-    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
-    rng = random.Random(seed)
+    rng, replay = seeded_draws()
     for _ in range(400):
         drawn = draw_valid(rng)
         try:
@@ -1154,4 +1151,4 @@ def test_a_plan_says_it_stages_side_inputs_exactly_where_its_program_does():
             continue  # a hint the planner refuses: test_random_specs checks the refusals
         for route in routes:
             said = any(reason.startswith(STAGED_REASON) for reason in route.schedule.reasons)
-            assert said == route.schedule.prefetch, f"{drawn} (seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
+            assert said == route.schedule.prefetch, f"{drawn} {replay}"

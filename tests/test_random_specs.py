@@ -616,11 +616,16 @@ def for_reference(spec: dict) -> dict:
     return spec
 
 
+def seeded_draws() -> tuple[random.Random, str]:
+    """A generator for this run's draws (FUSEGEN_RANDOM_SPECS_SEED's seed, else a fresh one) and the words a failure
+    message carries to replay it."""
+    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
+    return random.Random(seed), f"(seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
+
+
 def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
     logging.getLogger("tilelang").setLevel(logging.WARNING)
-    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
-    replay = f"(seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
-    rng = random.Random(seed)
+    rng, replay = seeded_draws()
     broken_at = set(rng.sample(range(DRAWS), VIOLATIONS))
     planned, refused_by_planner, compiled = 0, [], 0
     for draw in range(DRAWS):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from dataclasses import replace
@@ -609,14 +608,13 @@ def test_the_planners_own_programs_survive_its_winning_on_random_specs():
     cases reach once or never: 16-bit 256-column FP8 rows sharing warps, whose layout their own hints once refused
     (one case had it), and rows the planner unstages for a second block, whose tuned build once kept the staged
     row's register estimate (none had it)."""
-    from test_random_specs import draw_valid
+    from test_random_specs import draw_valid, seeded_draws
 
-    seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
-    rng = random.Random(seed)
+    rng, replay = seeded_draws()
     for _ in range(RANDOM_PLANNER_WINS):
         drawn = {key: value for key, value in draw_valid(rng).items() if key not in ("schedule", "tokens")}
         own, tuned = planner_won_everywhere(KernelSpec.model_validate(drawn))
-        assert programs(tuned) == programs(own), f"{drawn} (seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
+        assert programs(tuned) == programs(own), f"{drawn} {replay}"
 
 
 @pytest.mark.parametrize("ratio", [Fraction(2), Fraction(1, 2)])
