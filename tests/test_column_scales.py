@@ -138,3 +138,17 @@ def test_a_block_of_several_rows_stores_each_groups_rows_as_one_run(tmp_path):
     assert "(((int64_t)((int)threadIdx.x)) >> (int64_t)2) * ((((int64_t)m) + (int64_t)3) >> (int64_t)2)) * (int64_t)4)" in store
     one_row = spec({"kind": "rmsnorm"}, {**G128, "group_size": 16}, hidden=512, schedule={"block_m": 1})
     assert "scale_staged" not in {b.name for r in plan(one_row, "one").routes for b in r.scratch}
+
+
+def test_pinned_tokens_store_a_threads_adjacent_rows_of_a_group_as_one_vector(tmp_path):
+    """With M pinned, Scale's stride is a number: TileLang stores the two rows of a group a thread holds
+    (8 rows × 64 groups on 256 threads) as one float2 from shared memory, and the CUDA check counts that
+    store as staged (it once read only scalar stores and failed a correct build of such a spec)."""
+    from fusegen.compile import cuda_sources
+    from fusegen.cuda_checks import check_cuda
+
+    pinned = spec({"kind": "rmsnorm"}, {**G128, "group_size": 16}, schedule={"block_m": 8, "threads": 256}, tokens=4096)
+    (source,) = cuda_sources(checking.build_variant(pinned, tmp_path))
+    assert re.search(r"\*\(float2\*\)\(Scale \+ [^;]*\) = \*\(float2\*\)\(scale_staged \+ ", source)
+    check = next(c for c in check_cuda(plan(pinned, "pinned"), [source]) if c.name == "column scales staged")
+    assert check.ok, check.detail

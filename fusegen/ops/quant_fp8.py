@@ -114,6 +114,8 @@ def _groups(columns: int, group_size: int) -> int:
 
 
 STAGED_SCALES = "scale_staged"
+# The left side and the start of the right of a store to Scale in the CUDA: one float, or a vector of them.
+_SCALE_STORE = r"(?:Scale\[[^;]*\]|\*\(float\d\*\)\(Scale \+ [^;]*\)) = (?:\*\(float\d\*\)\()?"
 SCALE_BYTES = 4  # Scale is float32 (ue8m0 too: the value, rounded up to a power of two)
 SECTOR_BYTES = 32  # the unit of an L2 write
 # Measured (H200, untuned, at sweep counts): with column-major scales one row a block ran 0.32–0.79 × copy
@@ -690,9 +692,10 @@ class QuantFP8(Op[QuantFP8Spec]):
         checks = check_cuda(source, schedule)
         if stages_scales(stage):
             # Consecutive threads store a group's consecutive rows, read back from shared memory (a cast of
-            # the dynamic shared buffer, or the buffer itself where it is the kernel's only one).
-            staged = len(re.findall(rf"Scale\[[^;]*\] = (?:\(\(float\*\){STAGED_SCALES}\)|{STAGED_SCALES})\[", source))
-            direct = len(re.findall(r"Scale\[[^;]*\] = group_scale\[", source))
+            # the dynamic shared buffer, or the buffer itself where it is the kernel's only one); with the
+            # tokens pinned, Scale's stride is a number and TileLang stores a thread's adjacent rows as one vector.
+            staged = len(re.findall(rf"{_SCALE_STORE}(?:\(\(float\*\){STAGED_SCALES}\)|{STAGED_SCALES})[\[ ]", source))
+            direct = len(re.findall(rf"{_SCALE_STORE}group_scale[\[ ]", source))
             checks.append(
                 Check("column scales staged", staged > 0 and not direct, f"stores from {STAGED_SCALES}: {staged}, from registers: {direct}")
             )
