@@ -149,6 +149,7 @@ def test_pinned_tokens_store_a_threads_adjacent_rows_of_a_group_as_one_vector(tm
 
     pinned = spec({"kind": "rmsnorm"}, {**G128, "group_size": 16}, schedule={"block_m": 8, "threads": 256}, tokens=4096)
     (source,) = cuda_sources(checking.build_variant(pinned, tmp_path))
-    assert re.search(r"\*\(float2\*\)\(Scale \+ [^;]*\) = \*\(float2\*\)\(scale_staged \+ ", source)
+    # scale_staged is cast from the dynamic shared buffer where the kernel has another one (a warps' exchange)
+    assert re.search(r"\*\(float2\*\)\(Scale \+ [^;]*\) = \*\(float2\*\)\((?:\(\(float\*\)scale_staged\)|scale_staged) \+ ", source)
     check = next(c for c in check_cuda(plan(pinned, "pinned"), [source]) if c.name == "column scales staged")
     assert check.ok, check.detail
