@@ -91,14 +91,16 @@ def unrestricted(source: str, params: list[str]) -> Check:
     return Check("pinned side inputs not __restrict__", ok, ", ".join(f"{p}: {found}" for p, found in declared.items()))
 
 
+def access(name: str) -> str:
+    """A regex of one access to buffer or parameter `name` in the CUDA, its index left open: name[i],
+    ((float*)name)[i] (a buffer cast from the dynamic shared memory), or *(float2*)(name + i) (vectorized)."""
+    return rf"(?:(?:\(\(float\*\))?{name}\)?\[[^\]]*\]|\*\(\w+\*\)\((?:\(\(float\*\))?{name}\)? \+ [^;]*\))"
+
+
 def staged_rows_on_every_thread(source: str, buffers: list[str]) -> Check:
     """The prologue stores of the staged per-token rows (plan.whole_thread_extent) sit under no thread
     guard: inside `if (threadIdx.x < n)` ptxas would issue their loads only after the arithmetic on x."""
-    # name[i] = …, ((float*)name)[i] = … (dynamic shared memory), *(float2*)(name + i) = … (vectorized)
-    stores = {
-        name: re.compile(rf"(?:(?:\(\(float\*\))?{name}\)?\[[^\]]*\]|\*\(\w+\*\)\((?:\(\(float\*\))?{name}\)? \+ [^;]*\)) = ")
-        for name in buffers
-    }
+    stores = {name: re.compile(access(name) + " = ") for name in buffers}
     found, guarded, open_blocks = set(), [], []
     for line in source.splitlines():
         stripped = line.strip()

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..codegen import HIDDEN, KernelFrame, indent, literal, shape_source, string_literal
-from ..cuda_checks import Check, row_access
+from ..cuda_checks import Check, access, row_access
 from ..model import DTYPE_BYTES, Constant, Dim, Extent, Reduction, Schedule, Scratch, Stage, Tensor, parts_of, rendered
 from . import FLOAT32_MIN_NORMAL, QUANTIZE, ChainContext, JointReduction, Op, OpSpec, OutputDecl, added_key, described, kind_field, register
 
@@ -114,8 +114,6 @@ def _groups(columns: int, group_size: int) -> int:
 
 
 STAGED_SCALES = "scale_staged"
-# The left side and the start of the right of a store to Scale in the CUDA: one float, or a vector of them.
-_SCALE_STORE = r"(?:Scale\[[^;]*\]|\*\(float\d\*\)\(Scale \+ [^;]*\)) = (?:\*\(float\d\*\)\()?"
 SCALE_BYTES = 4  # Scale is float32 (ue8m0 too: the value, rounded up to a power of two)
 SECTOR_BYTES = 32  # the unit of an L2 write
 # Measured (H200, untuned, at sweep counts): with column-major scales one row a block ran 0.32–0.79 × copy
@@ -694,8 +692,8 @@ class QuantFP8(Op[QuantFP8Spec]):
             # Consecutive threads store a group's consecutive rows, read back from shared memory (a cast of
             # the dynamic shared buffer, or the buffer itself where it is the kernel's only one); with the
             # tokens pinned, Scale's stride is a number and TileLang stores a thread's adjacent rows as one vector.
-            staged = len(re.findall(rf"{_SCALE_STORE}(?:\(\(float\*\){STAGED_SCALES}\)|{STAGED_SCALES})[\[ ]", source))
-            direct = len(re.findall(rf"{_SCALE_STORE}group_scale[\[ ]", source))
+            staged = len(re.findall(rf"{access('Scale')} = {access(STAGED_SCALES)}", source))
+            direct = len(re.findall(rf"{access('Scale')} = {access('group_scale')}", source))
             checks.append(
                 Check("column scales staged", staged > 0 and not direct, f"stores from {STAGED_SCALES}: {staged}, from registers: {direct}")
             )
