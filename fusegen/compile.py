@@ -17,7 +17,8 @@ from pathlib import Path
 
 def route_tilelang_logs(verbose: bool) -> None:
     """TileLang logs each compilation at INFO to stdout (its handler writes through tqdm), between the
-    lines of fusegen's report. Its records go to stderr instead, INFO only when `verbose`."""
+    lines of fusegen's report. Its records go to stderr instead, INFO only when `verbose`, without its
+    advice on kernels served from its memory cache (_not_cache_advice)."""
     import logging
 
     import tilelang  # noqa: F401  (its import installs the handler replaced here)
@@ -25,10 +26,20 @@ def route_tilelang_logs(verbose: bool) -> None:
     logger = logging.getLogger("tilelang")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(next((h.formatter for h in logger.handlers if h.formatter), None))
+    handler.addFilter(_not_cache_advice)
     for old in list(logger.handlers):
         logger.removeHandler(old)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def _not_cache_advice(record) -> bool:
+    """False for TileLang's warning that it served a kernel from its memory cache ("consider using
+    `@tilelang.jit`"): a build compiles the same program more than once in a process by design (each launch
+    bound trial of a kernel holds its other programs unchanged; after the trials the kernel is compiled again),
+    and each hit saves a compile. The advice is for callers of TileLang's own API; on `fusegen build`'s stderr
+    it read as a fault of the user's."""
+    return not (record.name == "tilelang.cache.kernel_cache" and "in memory cache" in record.getMessage())
 
 
 def import_file(path: Path, module_name: str):
