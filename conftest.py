@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 import os
 
+from fusegen import pytest_plugin
+
 _outcomes: list[dict] = []
+
+
+def pytest_configure(config):
+    # A source tree on PYTHONPATH (the GPU machine's runs) has no installed entry point to load the plugin.
+    if not config.pluginmanager.has_plugin("fusegen"):
+        config.pluginmanager.register(pytest_plugin, "fusegen")
 
 
 def pytest_runtest_logreport(report):
