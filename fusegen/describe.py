@@ -71,7 +71,13 @@ def describe_plan(p: Plan) -> str:
         route = served[0]
         out += [
             "",
-            f"  program_{index} allocates (every buffer; {route.barriers_per_row} barrier(s) per row, one per shared buffer marked |):",
+            f"  program_{index} allocates (every buffer; {route.barriers_per_row} barrier(s) per row, one per shared buffer marked |"
+            + (
+                "; the row loop may take one more, TileLang's, ordering a row's first shared write after the last row's reads"
+                if route.schedule.variant == "stream"
+                else ""
+            )
+            + "):",
         ]
         out += [
             f"  {b.scope:<8}{'|' if b.barrier else ' '} {b.name:<22} {str(b.shape):<16} {b.dtype:<14} {b.owner:<16} {b.why}"

@@ -419,6 +419,9 @@ class Route(TokenRange):
 
     @property
     def barriers_per_row(self) -> int:
+        """One per shared buffer whose threads read what others wrote. A stream's row loop may take one more,
+        TileLang's own: where no barrier between orders a row's first shared write (the ring's next copy, an
+        exchange) after the last row's reads of that memory."""
         return sum(b.barrier for b in self.scratch)
 
     def buffer(self, name: str) -> Scratch:

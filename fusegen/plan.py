@@ -226,7 +226,12 @@ def _planned_route(
             ),
         )
     if schedule.prefetch:
-        scratch += staged_buffers(schedule, side_inputs, layout)
+        staged = staged_buffers(schedule, side_inputs, layout)
+        if schedule.ring_in_registers and (rows := [k for k, b in enumerate(staged) if b.scope == "shared"]):
+            # No x ring: the wait for this row's copies into the side inputs' own ring takes its barrier.
+            why = staged[rows[0]].why + ", read after one barrier for all of them"
+            staged = staged[: rows[0]] + (replace(staged[rows[0]], why=why, barrier=True),) + staged[rows[0] + 1 :]
+        scratch += staged
     scratch = tuple(replace(b, owner="kernel") for b in scratch)
     if not schedule.builds_row:
         (stage,) = stages
@@ -253,6 +258,8 @@ def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: 
         width = t.shape[1].size
         why = f"{t.arg} of the block's rows, loaded with the row (read after the row's first barrier)"
         if schedule.variant == "stream":
+            if schedule.ring_in_registers:
+                why = f"{t.arg} of this row and the next, their cp.async in flight"
             return Scratch(staged_buffer(t.param), "shared", (schedule.ring_slots, width), "float32", why)
         passes = whole_thread_extent(width, layout)
         if passes != width:

@@ -82,6 +82,31 @@ def test_committed_cuda_has_the_planned_barriers(path):
         assert source.count("__syncthreads()") == served[0].barriers_per_row, served[0].label()
 
 
+# Streams of both rings: per-token side inputs (a cos/sin or cache row) with and without the x ring, exchanges
+# of one and of several buffers, and a stream whose only barrier is its ring's.
+STREAMS = [
+    "stream_registers_add_fp32",
+    "stream_registers_ln_e5m2_2880",
+    "stream_registers_rope_quant_y",
+    "rope_cache_stream_quant",
+    "stream_ln_y_mean",
+    "stream_group_quant_alone",
+]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_a_streams_row_loop_has_the_planned_barriers_or_tilelangs_one_more(name, tmp_path):
+    """Each row of a stream waits at the barriers its plan marks — its ring's (the x ring's, or with x held in
+    registers the side inputs' own ring's) and each exchange's — and at most one more: TileLang's, where no
+    barrier between orders a row's first shared write after the last row's reads (`fusegen plan` says so)."""
+    p = _case_plan(name)
+    (route,) = p.routes
+    assert route.schedule.variant == "stream"
+    (source,) = cuda_sources(sys.modules[import_plan(p, tmp_path).__name__ + ".kernel"])
+    row_loop = source[source.index("for (int step") :]
+    assert row_loop.count("__syncthreads()") - route.barriers_per_row in (0, 1)
+
+
 def _case_plan(name: str):
     return plan(KernelSpec.model_validate(spec_for(name)), name)
 
