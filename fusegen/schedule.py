@@ -247,10 +247,15 @@ def _row_schedule(
                 f"16-byte vectors, × 1, 2, 4 or 8 columns), which these heads take past {HARD_ELEMS_PER_THREAD} values a thread "
                 "(head sizes such as 64, 80, 96, 128, 192, 256 fit)",
             )
-        where = f"with threads = {threads_hint}" if threads_hint else "even with 1024 threads"
+        where = f"with threads = {threads_hint}" if threads_hint else f"even with {THREAD_CHOICES[-1]} threads"
+        remedies = [
+            *(["more threads"] if threads_hint and threads_hint < THREAD_CHOICES[-1] else []),
+            *(["fewer rows a block (block_m)"] if block_m > 1 else []),
+        ]
         raise ChainError(
             "schedule.threads" if threads_hint else "hidden",
-            f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {HARD_ELEMS_PER_THREAD} elements per thread)",
+            f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {HARD_ELEMS_PER_THREAD} elements per thread)"
+            + (f": take {' or '.join(remedies)}" if remedies else ""),
         )
     _, threads, vector, padded, per_thread = min(candidates)
     if threads_hint:
@@ -352,7 +357,9 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     if per_thread > HARD_ELEMS_PER_THREAD:
         raise ChainError(
             "schedule.blk_k",
-            f"blk_k {blk_k} × block_m {block_m} over {threads} threads exceeds {HARD_ELEMS_PER_THREAD} elements per thread",
+            f"blk_k {blk_k} × block_m {block_m} over {threads} threads exceeds {HARD_ELEMS_PER_THREAD} elements per thread: "
+            f"take blk_k at most {HARD_ELEMS_PER_THREAD * threads // block_m // 32 * 32}"
+            + (" or more threads" if threads < THREAD_CHOICES[-1] else ""),
         )
     chunks = -(-spec.hidden // blk_k)
     return Schedule(
@@ -622,7 +629,9 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         )
     blocks_hint = spec.schedule.blocks_per_sm
     # A register ring holds the next row's x in its own dtype beside the row's fp32 values.
-    held_words = -(-schedule.elems_per_thread * DTYPE_BYTES[spec.dtype] // 4) if in_registers else 0
+    next_row_words = -(-schedule.elems_per_thread * DTYPE_BYTES[spec.dtype] // 4)
+    held_words = next_row_words if in_registers else 0
+    needed = schedule.elems_per_thread + held_words + REGISTERS_BESIDE_ROW  # a thread's registers, at the least
     estimate = schedule.register_estimate + held_words
 
     def registers_each(blocks: int) -> int:
@@ -634,9 +643,7 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
         fits = [
             b
             for b in range(1, MAX_BLOCKS_PER_SM + 1)
-            if b * ring <= SM_SHARED_BYTES
-            and b * schedule.threads <= SM_THREADS
-            and registers_each(b) >= schedule.elems_per_thread + held_words + REGISTERS_BESIDE_ROW
+            if b * ring <= SM_SHARED_BYTES and b * schedule.threads <= SM_THREADS and registers_each(b) >= needed
         ]
         return ring, fits
 
@@ -650,13 +657,27 @@ def with_stream(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor,
     ring, fits = sizing(slots)
     if ring > SM_SHARED_BYTES:
         key = "schedule.ring_slots" if slots_hint else "schedule.variant"
+        registers_could_hold_it = needed + next_row_words <= registers_each(1)
+        remedies = [
+            *(["fewer ring_slots"] if slots > RING_SLOT_CHOICES[0] and sizing(RING_SLOT_CHOICES[0])[0] <= SM_SHARED_BYTES else []),
+            *(['ring = "registers" (the next row held in registers)'] if not in_registers and registers_could_hold_it else []),
+            'variant "fragment"',
+        ]
         raise ChainError(
             key,
             f'"stream" keeps {slots} rows (and their per-token side inputs) in shared memory: {ring} bytes exceeds the '
-            f"{SM_SHARED_BYTES} a block can have on an SM",
+            f"{SM_SHARED_BYTES} a block can have on an SM: try {' or '.join(remedies)}",
         )
     if not fits:
-        raise ChainError("schedule.variant", f'"stream" cannot keep even one block of {schedule.threads} threads on an SM')
+        held = f", {held_words} words of the next row's x" if held_words else ""
+        shared_ring = ', ring = "shared"' if held_words else ""
+        raise ChainError(
+            "schedule.variant",
+            f'"stream" cannot keep even one block of {schedule.threads} threads on an SM: each thread needs about '
+            f"{needed} registers ({schedule.elems_per_thread} values of the row"
+            f"{held}, {REGISTERS_BESIDE_ROW} beside them) and one block leaves it {registers_each(1)}: try fewer threads (each "
+            f'holds more values, with more registers){shared_ring} or variant "fragment"',
+        )
     described = (
         f"one of {', '.join(map(str, fits))} for this row ({schedule.threads} threads holding {schedule.elems_per_thread} "
         f"values each, a {ring}-byte ring)"
@@ -932,7 +953,7 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
         raise ChainError(
             "schedule.threads",
             f"with block_m = {block_m} each row of a block takes threads / block_m threads of its own, whole warps{narrow}: "
-            f"got {threads} threads, {threads / block_m:g} a row",
+            f"got {threads} threads, {threads / block_m:g} a row; threads a multiple of {WARP_THREADS * block_m} up to {THREAD_CHOICES[-1]} give each row whole warps",
         )
     multiple = columns_multiple(spec)
     row_split = _checked_row_split(spec, variant, block_m, multiple)
@@ -971,7 +992,12 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
     if variant == "naive":
         shared = block_m * schedule.padded_hidden * DTYPE_BYTES[spec.dtype]
         if shared > SHARED_BYTES_LIMIT:
-            raise ChainError("schedule.variant", f'"naive" stages the row in shared memory: {shared} bytes exceeds {SHARED_BYTES_LIMIT}')
+            raise ChainError(
+                "schedule.variant",
+                f'"naive" stages the row in shared memory: {shared} bytes exceeds {SHARED_BYTES_LIMIT}: take '
+                + ("fewer rows a block (block_m) or " if block_m > 1 else "")
+                + 'variant "splitk" (the row read in chunks) or "fragment"',
+            )
         return replace(
             schedule,
             variant="naive",
@@ -1125,9 +1151,12 @@ def reread_schedule(spec: KernelSpec, threads_hint: int | None, why: str) -> Sch
             tiles=tiles,
         )
     key = "schedule.threads" if threads_hint else "schedule.variant"
+    tiling = [str(t) for t in THREAD_CHOICES if spec.hidden % (t * vector) == 0 and spec.hidden // (t * vector) >= 2]
+    remedy = f"threads that make whole tiles of it: {', '.join(tiling)}" if threads_hint and tiling else 'take variant "fragment"'
     detail = "; ".join(refusals) or (
         f"hidden = {spec.hidden} is not two or more whole tiles of one {vector}-column vector a thread"
         + (f" of {threads_hint}" if threads_hint else f" of up to {most_threads}")
+        + f" ({remedy})"
     )
     raise ChainError(key, f'"reread" reads the row in tiles that every op can run on alone; none fits this chain: {detail}')
 
