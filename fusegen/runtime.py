@@ -516,6 +516,14 @@ _SERVING: dict = {}  # op name -> the Launcher that runs it
 _REGISTRATION = threading.Lock()
 
 
+# The kernels read rows at a stride of hidden. Under torch.compile, Inductor hands a custom op its inputs with
+# eager's strides unless the op asks for contiguous ones: a q sliced from a fused qkv projection would reach the
+# op as a strided view and fail its check, where with the tag Inductor makes it contiguous (often by having the
+# producer write it so). The out variant has none: its column-major Scale must keep its own strides. (The tag is
+# torch's since 2.8; an older torch keeps the error, which names .contiguous().)
+CONTIGUOUS_INPUTS = tuple(tag for tag in (getattr(torch.Tag, "needs_contiguous_strides", None),) if tag is not None)
+
+
 def op_name(identity: str) -> str:
     """The op's name is the kernel's identity (name and content hash): variants of one kernel (another
     hidden size, other tuning) live side by side in a process, and a compiled graph that names an op
@@ -545,7 +553,7 @@ def register_ops(launcher: Launcher):
         _SERVING[name] = launcher
         if not known:
             functional, out_variant = _schemas(launcher, name)
-            _LIBRARY.define(functional)
+            _LIBRARY.define(functional, tags=CONTIGUOUS_INPUTS)
             _LIBRARY.define(out_variant)
             for key in ("CPU", "CUDA"):
                 _LIBRARY.impl(name, lambda *args: _SERVING[name].run(*args), key)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusegen import checking
+from fusegen import checking, testing
 from fusegen.compile import import_package
 from fusegen.runtime import KernelArgumentError, op_name
+from fusegen.spec import KernelSpec
 
 EXAMPLES = sorted(p.name for p in Path("generated").iterdir() if (p / "__init__.py").is_file())
 
@@ -124,3 +125,52 @@ def test_importing_a_kernel_again_serves_its_op_from_the_new_launcher(tmp_path):
     from fusegen import runtime
 
     assert runtime._SERVING[op_name(original.IDENTITY)] is copy.launcher
+
+
+# Inductor's CPU backend calls torch's own deprecated torch.jit.script_method as it loads: torch's warning, not ours.
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_under_inductor_a_strided_input_reaches_the_op_contiguous():
+    """A q sliced from a fused qkv projection is a strided view. Called eagerly the kernel refuses it, naming
+    .contiguous(); under torch.compile the functional op's needs_contiguous_strides tag has Inductor make it
+    contiguous first. On a CPU the call then stops at the device check (the kernel runs on CUDA), past the
+    contiguity one: the contiguity check comes first, so the message says which copy Inductor made."""
+    if not hasattr(torch.Tag, "needs_contiguous_strides"):
+        pytest.skip(f"torch {torch.__version__} has no needs_contiguous_strides tag (torch 2.8 added it)")
+    module = example("rms_norm")
+    assert torch.Tag.needs_contiguous_strides in module.launcher.op.tags
+    assert torch.Tag.needs_contiguous_strides not in module.launcher.op_out.tags  # column-major Scale keeps its strides
+    (x, weight) = checking.random_inputs(module, 4, torch.Generator().manual_seed(0), device="cpu")
+    qkv = torch.cat([x, x, x], dim=1)
+
+    def attention_input(qkv, weight):
+        return module.kernel(qkv[:, : x.shape[1]], weight)
+
+    with pytest.raises(KernelArgumentError, match="must be contiguous"):
+        attention_input(qkv, weight)
+    torch._dynamo.reset()
+    with pytest.raises(KernelArgumentError, match="must be on a CUDA device"):
+        torch.compile(attention_input, fullgraph=True, backend="inductor")(qkv, weight)
+
+
+@testing.requires_gpu
+@pytest.mark.parametrize("scale_layout", ["row", "column"])
+def test_a_qkv_slice_under_inductor_runs_as_the_kernel_on_its_contiguous_copy(scale_layout, tmp_path):
+    """On the GPU: the slice Inductor makes contiguous for the op gives the outputs the kernel gives called on a
+    contiguous copy, bit for bit and in the same strides (a column-major Scale keeps its own), and those match
+    the reference."""
+    spec = checking.spec_of(example("rms_norm_rope_quant_fused"))
+    spec["op"][-1]["scale_layout"] = scale_layout
+    module = checking.build_variant(KernelSpec.model_validate(spec), tmp_path)
+    inputs = checking.random_inputs(module, 37, torch.Generator().manual_seed(47))
+    x, rest = inputs[0], inputs[1:]
+    qkv = torch.cat([x, torch.randn_like(x), torch.randn_like(x)], dim=1)
+
+    def attention_input(qkv, *rest):
+        return module.kernel(qkv[:, : x.shape[1]], *rest)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(attention_input, fullgraph=True, dynamic=True)(qkv, *rest)
+    eager = module.kernel(x, *rest)
+    for name, got, want in zip([s.name for s in module.OUTPUTS], compiled, eager):
+        assert got.stride() == want.stride() and torch.equal(got.float(), want.float()), name
+    checking.compare(module, list(eager), list(module.reference(*inputs)), spec["dtype"])
