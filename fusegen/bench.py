@@ -223,8 +223,6 @@ def input_sets(module, bytes_moved: int, tokens: int, l2_bytes: int) -> list[tup
 def bench_kernel(module, p, tokens: int, l2_bytes: int, progress, baselines) -> list[Row]:
     import torch
 
-    from .emit import schedule_summary
-
     name = p.name
     bytes_moved = p.ledger.fused_bytes(tokens)
     arg_sets = input_sets(module, bytes_moved, tokens, l2_bytes)
@@ -248,9 +246,19 @@ def bench_kernel(module, p, tokens: int, l2_bytes: int, progress, baselines) -> 
             print(f"\n{name} m={tokens} {impl}: not timed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
             continue
         median, p10, p90 = _percentiles(samples)
-        schedule = schedule_summary(p.route_for(tokens)) if impl == "fusegen" else ""
+        schedule = timed_schedule(p.route_for(tokens)) if impl == "fusegen" else ""
         rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, host, schedule))
     return rows
+
+
+def timed_schedule(route) -> str:
+    """The bench row's schedule column: a tuned schedule names its tuning run, so a table read later says
+    which rows timed the planner's own schedule (no suffix) and which a measurement chose."""
+    from .emit import schedule_summary
+    from .plan import PLANNER_ORIGIN
+
+    summary = schedule_summary(route)
+    return summary if route.origin == PLANNER_ORIGIN else f"{summary}; from {route.origin}"
 
 
 def sweep_tokens(hidden: int) -> int:
@@ -287,6 +295,36 @@ def variants(spec_dict: dict, hiddens, dtypes) -> list[dict]:
     return out
 
 
+def retargeted(written, hiddens, dtypes) -> list:
+    """(KernelSpec, spec file) for every spec of `written` (the files' plans) as written, or re-targeted to each
+    of `hiddens` and `dtypes` (bench's and tune's --hidden, --dtype), each re-targeted spec held to a spec
+    file's rules (spec.checked_spec: a group or rope_dim the new width cannot hold is refused, not built and
+    timed) and planned. Raises BuildErrors naming the file and the option for every one that breaks a rule."""
+    from dataclasses import replace
+
+    from .build import BuildErrors
+    from .errors import ChainError, SpecError
+    from .plan import plan
+    from .spec import checked_spec
+
+    specs, errors = [], []
+    for written_plan in written:
+        for data in variants(written_plan.spec, hiddens, dtypes):
+            how = f" (re-targeted by --hidden/--dtype to hidden = {data['hidden']}, dtype = {data['dtype']})"
+            try:
+                spec = checked_spec(data, written_plan.spec_file)
+                plan(spec, written_plan.spec_file)
+            except SpecError as exc:
+                errors.append(replace(exc, message=exc.message + how))
+            except ChainError as exc:
+                errors.append(SpecError(written_plan.spec_file, exc.key, exc.message + how))
+            else:
+                specs.append((spec, written_plan.spec_file))
+    if errors:
+        raise BuildErrors(errors)
+    return specs
+
+
 def run(
     spec_paths: list[Path],
     tokens: tuple[int, ...],
@@ -308,21 +346,17 @@ def run(
     from .build import collect_spec_files, load_and_plan, stage
     from .compile import import_package
     from .plan import plan as make_plan
-    from .spec import KernelSpec
     from .tuning import TUNING_FILE, Tuning
 
     env = environment()
     # The winners of the GPU this runs on, as `fusegen build --gpu` would pick them.
     tuning = Tuning.load(Path(tuning_file or TUNING_FILE), env["gpu"])
-    written = load_and_plan(collect_spec_files(spec_paths))
     specs = []
-    for p in written:
-        for v in variants(p.spec, hiddens, dtypes):
-            spec = KernelSpec.model_validate(v)
-            if why := not_timed(spec, tokens, sweep):
-                print(why)  # and not built: nothing would time it
-            else:
-                specs.append((spec, p.spec_file))
+    for spec, spec_file in retargeted(load_and_plan(collect_spec_files(spec_paths)), hiddens, dtypes):
+        if why := not_timed(spec, tokens, sweep):
+            print(why)  # and not built: nothing would time it
+        else:
+            specs.append((spec, spec_file))
     scratch = Path(tempfile.mkdtemp(prefix="fusegen-bench-"))
     # Built as `fusegen build` builds them (launch bounds from ptxas's registers included), compiled in parallel:
     # one at a time, the 28 kernels of the target matrix (and torch.compile's baselines) did not finish within

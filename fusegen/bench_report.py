@@ -229,26 +229,40 @@ RECORD_END = "<!-- end of fusegen bench results -->"
 def record(benchmarks: Path, results_dirs: list[Path]) -> None:
     """Rewrites, for each results directory, its section of `benchmarks` (between record_begin(dir) and
     RECORD_END) from the directory's bench.json, so the tables there are the bench's own output."""
+    text = _read_benchmarks(benchmarks)
+    for results_dir in results_dirs:
+        results = read_results(results_dir / "bench.json")
+        start, end = _section(text, benchmarks, results_dir)
+        image = Path(os.path.relpath(results_dir / "bench.png", benchmarks.parent)).as_posix()
+        text = f"{text[: start + len(record_begin(results_dir.as_posix()))]}\n{results_markdown(results.model_dump(), image)}{text[end:]}"
+    benchmarks.write_text(text, encoding="utf-8")
+
+
+def check_record_target(benchmarks: Path, results_dir: Path) -> None:
+    """`fusegen bench --record FILE`: FILE must be readable and hold the results directory's section, which is
+    said before the run, not after its minutes of timing."""
+    _section(_read_benchmarks(benchmarks), benchmarks, results_dir)
+
+
+def _read_benchmarks(benchmarks: Path) -> str:
     try:
-        text = benchmarks.read_text(encoding="utf-8")
+        return benchmarks.read_text(encoding="utf-8")
     except OSError as exc:
         raise RecordError(f"{benchmarks}: cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise RecordError(
             f"{benchmarks}: is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); a markdown file is"
         ) from None
-    for results_dir in results_dirs:
-        results = read_results(results_dir / "bench.json")
-        begin = record_begin(results_dir.as_posix())
-        start = text.find(begin)
-        end = text.find(RECORD_END, start)
-        if start < 0 or end < 0:
-            raise RecordError(
-                f"{benchmarks}: no section for {results_dir.as_posix()}; put `{begin}` and `{RECORD_END}` where its table goes"
-            )
-        image = Path(os.path.relpath(results_dir / "bench.png", benchmarks.parent)).as_posix()
-        text = f"{text[: start + len(begin)]}\n{results_markdown(results.model_dump(), image)}{text[end:]}"
-    benchmarks.write_text(text, encoding="utf-8")
+
+
+def _section(text: str, benchmarks: Path, results_dir: Path) -> tuple[int, int]:
+    """Where the section of `results_dir` begins and ends in `text` (the markdown file `benchmarks`)."""
+    begin = record_begin(results_dir.as_posix())
+    start = text.find(begin)
+    end = text.find(RECORD_END, start)
+    if start < 0 or end < 0:
+        raise RecordError(f"{benchmarks}: no section for {results_dir.as_posix()}; put `{begin}` and `{RECORD_END}` where its table goes")
+    return start, end
 
 
 def read_results(path: Path) -> BenchResults:

@@ -559,16 +559,17 @@ def _stale(directory: Path, spec_files: set[str], spec_dirs: set[str]) -> bool:
     return recorded in spec_files or str(Path(recorded).parent) in spec_dirs
 
 
-def _check_output_directory(out: Path) -> None:
-    """A usage error unless `out` is, or can be made, a writable directory."""
+def check_output_directory(out: Path, option: str = "--out") -> None:
+    """A usage error naming `option` unless `out` is, or can be made, a writable directory: said before any
+    compile or timing, not as a traceback once they are done."""
     existing = out
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         where = "is a file" if existing == out else f"is under {existing}, a file"
-        raise UsageError(f"--out {out}: {where}; it must be a directory (or a path where one can be made)")
+        raise UsageError(f"{option} {out}: {where}; it must be a directory (or a path where one can be made)")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {out}: {existing} is not writable")
+        raise UsageError(f"{option} {out}: {existing} is not writable")
 
 
 def build(
@@ -585,7 +586,7 @@ def build(
     build completed); `verbose` adds TileLang's log (stderr)."""
     files = collect_spec_files(paths)
     plans = load_and_plan(files, tuning or Tuning.load(Path(TUNING_FILE)))
-    _check_output_directory(out)
+    check_output_directory(out)
     # Checked again under the lock before anything moves; here it fails before compiling and writing.
     _refuse_what_is_in_the_way(out, {p.name: {*render(p), "kernel.cu"} for p in plans})
     read_journal(out)  # a journal this build could not roll forward stops it before it compiles or writes

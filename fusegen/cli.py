@@ -56,8 +56,18 @@ def _tuning(args):
     return Tuning.load(path, args.gpu), f"tuning: {path.resolve()} (winners for {args.gpu})"
 
 
+def _what_was_written(stopped: str, out: Path) -> str:
+    """Why a build stopped, and what of it reached `out`. Before the journal is written the build removes its
+    staging directory: nothing changed. From then on the next build rolls the journal forward."""
+    from .build import JOURNAL
+
+    if (out / JOURNAL).exists():
+        return one_line(f"{stopped}; the next `fusegen build` completes the move into {out}/")
+    return one_line(f"{stopped}; nothing written")
+
+
 def cmd_build(args) -> int:
-    from .build import JOURNAL, BuildErrors, CompileFailure, build
+    from .build import BuildErrors, CompileFailure, build
     from .describe import output_notes
     from .schedule import PTXAS_SPILL_RELAX_BYTES
 
@@ -74,15 +84,12 @@ def cmd_build(args) -> int:
         print(f"error: {exc}\nnothing written", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        # Before the journal is written the build removes its staging directory: nothing changed.
-        pending = (Path(args.out) / JOURNAL).exists()
-        print(
-            one_line(f"interrupted; the next `fusegen build` completes the move into {args.out}/")
-            if pending
-            else "interrupted; nothing written",
-            file=sys.stderr,
-        )
+        print(_what_was_written("interrupted", Path(args.out)), file=sys.stderr)
         return INTERRUPTED_EXIT
+    except OSError as exc:  # the file system refused a write: a full disk, a quota, a directory removed meanwhile
+        problem = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        print(_what_was_written(f"error: {problem}", Path(args.out)), file=sys.stderr)
+        return 1
     failing = 0
     for b in built:
         p = b.plan
@@ -163,21 +170,45 @@ def gpu_problem(command: str) -> str | None:
     return None
 
 
-def _report_gpu_problem(command: str) -> int | None:
-    problem = gpu_problem(command)
+# What bench and tune import beyond fusegen's own dependencies: the `bench` extra (pip install "fusegen[bench]").
+EXTRA_MODULES = {"bench": ("tqdm", "matplotlib"), "tune": ("tqdm",)}
+
+
+def missing_extras(command: str) -> str | None:
+    """The sentence for a bench or tune run whose progress bar or plot module is not installed: said before
+    any work, where the import had failed as a traceback (tqdm as the run began, matplotlib after the timing)."""
+    import importlib.util
+
+    missing = [name for name in EXTRA_MODULES[command] if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return f'fusegen {command} needs {" and ".join(missing)}, not installed here: pip install "fusegen[bench]" (scripts/setup.sh does)'
+
+
+def _reported(problem: str | None, exit_code: int) -> int | None:
+    """`exit_code` once `problem` is said on stderr; None where there is none."""
     if problem is None:
         return None
     print(f"error: {problem}", file=sys.stderr)
-    return NO_GPU_EXIT
+    return exit_code
 
 
-def _report_spec_problems(paths: list[str]) -> int | None:
-    """bench and tune plan their specs before asking for a GPU: a wrong path or spec is the user's to fix
-    wherever they run, and says so before "needs a GPU" does."""
+def _report_gpu_problem(command: str) -> int | None:
+    return _reported(gpu_problem(command), NO_GPU_EXIT)
+
+
+def _report_usage_problem(problem: str | None) -> int | None:
+    return _reported(problem, SPEC_ERROR_EXIT)
+
+
+def _report_spec_problems(args) -> int | None:
+    """bench and tune plan their specs (re-targeted by --hidden and --dtype) before asking for a GPU: a wrong
+    path or spec is the user's to fix wherever they run, and says so before "needs a GPU" does."""
+    from .bench import retargeted
     from .build import BuildErrors, collect_spec_files, load_and_plan
 
     try:
-        load_and_plan(collect_spec_files([Path(p) for p in paths]))
+        retargeted(load_and_plan(collect_spec_files([Path(p) for p in args.paths])), args.hidden, args.dtype)
     except SpecError as exc:
         return _report_errors([exc])
     except BuildErrors as exc:
@@ -187,12 +218,26 @@ def _report_spec_problems(paths: list[str]) -> int | None:
 
 def cmd_bench(args) -> int:
     from .bench import main as bench_main
+    from .bench_report import RecordError, check_record_target
+    from .build import check_output_directory
 
     try:
         _check_named_tuning(args)
+        check_output_directory(Path(args.out_dir), "--out-dir")
+        if args.record:
+            check_record_target(Path(args.record), Path(args.out_dir))
     except UsageError as exc:
         return _report_usage_error(exc)
-    return _report_spec_problems(args.paths) or _report_gpu_problem("bench") or bench_main(args)
+    except RecordError as exc:
+        print(f"error: --record {exc}", file=sys.stderr)
+        return SPEC_ERROR_EXIT
+    if problem := _report_usage_problem(missing_extras("bench")) or _report_spec_problems(args) or _report_gpu_problem("bench"):
+        return problem
+    try:
+        return bench_main(args)
+    except RecordError as exc:  # the file changed during the run: the results stay where they were written
+        print(f"error: --record {exc}; the results are in {args.out_dir}/ (`fusegen record` writes them later)", file=sys.stderr)
+        return SPEC_ERROR_EXIT
 
 
 def cmd_record(args) -> int:
@@ -219,11 +264,32 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def _check_tuning_writable(named: str) -> None:
+    """tune updates the tuning file after each spec it tunes (atomically: a new file beside it, renamed over
+    it): the file's directory must exist and take a new file, and the file itself not be a directory. Said
+    before any tuning, not as a traceback after the first spec's minutes."""
+    path = Path(named)
+    if path.is_dir():
+        raise UsageError(f"--tuning {named}: is a directory; it names the tuning file tune writes")
+    if not path.parent.is_dir():
+        raise UsageError(f"--tuning {named}: {path.parent} is not a directory; tune writes the file there and makes no directories")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--tuning {named}: {path.parent} is not writable")
+
+
 def cmd_tune(args) -> int:
+    from .build import check_output_directory
     from .tune import main as tune_main
 
     try:
-        return _report_spec_problems(args.paths) or _report_gpu_problem("tune") or tune_main(args)
+        check_output_directory(Path(args.out_dir), "--out-dir")
+        _check_tuning_writable(args.tuning)
+    except UsageError as exc:
+        return _report_usage_error(exc)
+    try:
+        return (
+            _report_usage_problem(missing_extras("tune")) or _report_spec_problems(args) or _report_gpu_problem("tune") or tune_main(args)
+        )
     except SpecError as exc:
         return _report_errors([exc])
 
@@ -322,7 +388,7 @@ def parser() -> argparse.ArgumentParser:
         default=[1, 8, 256, 4096, 16384],
         help="token counts M to time (default: 1 8 256 4096 16384; a spec that pins tokens only at that count, if listed)",
     )
-    bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go")
+    bench.add_argument("--out-dir", default="bench-results", help="where bench.json, bench.md and bench.png go (default: bench-results)")
     bench.add_argument("--hidden", type=int, nargs="+", help="re-target every spec to these hidden sizes")
     bench.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="re-target every spec to these dtypes")
     bench.add_argument(
@@ -349,7 +415,9 @@ def parser() -> argparse.ArgumentParser:
         action="store_false",
         help="skip the host µs per call of each kernel (about a second each; a sweep does not need it)",
     )
-    bench.add_argument("--tuning", default="tuning.json", help="tuning winners to time (this GPU's; default: tuning.json)")
+    bench.add_argument(
+        "--tuning", help="tuning winners to time (this GPU's; default: tuning.json in the working directory; untuned if absent)"
+    )
     bench.add_argument(
         "--record", metavar="FILE", help="also write the results into this file's section for --out-dir (see `fusegen record`)"
     )
@@ -365,7 +433,9 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument("paths", nargs="+", help="spec files or directories")
     tune.add_argument("--hidden", type=int, nargs="+", help="tune every spec re-targeted to these hidden sizes")
     tune.add_argument("--dtype", nargs="+", choices=["float16", "bfloat16", "float32"], help="tune every spec re-targeted to these dtypes")
-    tune.add_argument("--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go")
+    tune.add_argument(
+        "--out-dir", default="tune-results", help="where tune.json (every candidate's times) and tune.md go (default: tune-results)"
+    )
     tune.add_argument(
         "--quick",
         type=_at_least_one,

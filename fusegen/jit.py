@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .build import file_lock, plan_spec, stage
 from .compile import import_package
-from .spec import KernelSpec, load_spec, parse_spec
+from .spec import KernelSpec, held_to_rules, load_spec, parse_spec
 from .tuning import UNTUNED, Tuning
 
 CACHE_ENV = "FUSEGEN_CACHE_DIR"
@@ -64,7 +64,7 @@ def _spec_of(source) -> tuple[KernelSpec, str, str]:
     """(spec, its TOML text, how errors name it). A str with a line break is TOML text (a spec has at
     least two key lines, and TOML puts each on its own line); any other str is a path."""
     if isinstance(source, KernelSpec):
-        return source, "", "<KernelSpec>"
+        return held_to_rules(source, "<KernelSpec>"), "", "<KernelSpec>"
     if isinstance(source, str) and "\n" in source:
         return parse_spec(source, "<spec text>"), source, "<spec text>"
     if isinstance(source, (str, os.PathLike)):

@@ -352,10 +352,22 @@ def parse_spec(text: str, file: str) -> KernelSpec:
         raise toml_error(file, exc) from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise SpecError(file, "", "is not valid TOML for a spec: arrays or inline tables are nested too deeply") from None
+    return checked_spec(raw, file, text)
+
+
+def checked_spec(raw: dict, file: str, text: str = "") -> KernelSpec:
+    """A spec from parsed data (a file's TOML, or a spec re-targeted in code), held to every rule: pydantic's
+    of each key, then check_chain's across them. A SpecError names `file`, the key and, given `text`, its line."""
     try:
         spec = KernelSpec.model_validate(raw)
     except ValidationError as exc:
         raise pydantic_error(file, text, raw, exc) from None
+    return held_to_rules(spec, file, text)
+
+
+def held_to_rules(spec: KernelSpec, file: str, text: str = "") -> KernelSpec:
+    """`spec` once check_chain passes: a KernelSpec made in Python has passed only pydantic's checks of each
+    field. A broken rule is a SpecError naming `file`, the key and, given `text`, its line."""
     try:
         check_chain(spec)
     except ChainError as exc:

@@ -476,13 +476,13 @@ def main(args) -> int:
     import torch
     from tqdm import tqdm
 
-    from .bench import environment, variants
+    from .bench import environment, retargeted
     from .build import collect_spec_files, load_and_plan
 
     env = environment()
     gpu, measured = recorded_environment(env, args.gpu)
     written = load_and_plan(collect_spec_files([Path(p) for p in args.paths]))
-    specs = [KernelSpec.model_validate(v) for p in written for v in variants(p.spec, args.hidden, args.dtype)]
+    specs = [spec for spec, _ in retargeted(written, args.hidden, args.dtype)]
     if args.shard is not None:
         specs = shard_of(specs, args.shard)
     else:

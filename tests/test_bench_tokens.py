@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from fusegen.bench import not_timed, sweep_tokens, token_counts
+from fusegen.bench import not_timed, sweep_tokens, timed_schedule, token_counts
+from fusegen.emit import schedule_summary
+from fusegen.plan import plan
+from fusegen.spec import KernelSpec
+from fusegen.tuning import TunedRoute
 
 
 def test_the_sweep_count_moves_64_mi_elements_and_never_fewer_than_16384_tokens():
@@ -27,3 +31,14 @@ def test_a_spec_pinned_to_a_count_not_asked_for_is_named_with_what_would_time_it
     )
     assert not_timed(pinned, (8, 4096), sweep=False) is None
     assert not_timed(SimpleNamespace(name="k", hidden=1024, tokens=None), (), sweep=True) is None
+
+
+def test_a_tuned_row_names_its_tuning_run_and_the_planners_own_says_nothing_more():
+    """A bench table read later must tell the planner's own schedules (an untuned sweep) from measured winners."""
+    spec = KernelSpec.model_validate({"name": "k", "dtype": "bfloat16", "hidden": 4096, "op": [{"kind": "rmsnorm"}]})
+    planned = plan(spec, "k.toml").route_for(8)
+    assert timed_schedule(planned) == schedule_summary(planned)
+    origin = "tuning on NVIDIA H200 (2026-11-30, commit a8c114b)"
+    tuned = plan(spec, "k.toml", (TunedRoute(1, None, {"variant": "fragment", "threads": 256}, origin),)).route_for(8)
+    assert timed_schedule(tuned) == f"{schedule_summary(tuned)}; from {origin}"
+    assert schedule_summary(tuned).startswith("fragment, 256 threads")

@@ -7,6 +7,7 @@ Every test works on a copy of the example specs in tmp_path, with the working di
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -897,3 +898,21 @@ def test_ptxas_resources_needs_a_cubin_with_its_attributes(tmp_path):
     assert ptxas_resources(tmp_path / "plain.so") is None
     assert ptxas_resources(tmp_path / "fake.so") is None
     assert ptxas_resources(tmp_path / "missing.so") is None
+
+
+def test_a_write_the_file_system_refuses_is_an_error_line_and_nothing_changes(work, monkeypatch, capsys):
+    """A full disk (or a quota) while the kernels are written: one error line naming the file and the reason,
+    exit 1, and generated/ as it was — the staging directory goes, as on any failure before the journal."""
+    before = snapshot(work / "generated", hidden=True)
+    change_eps(work / "specs" / "rms_norm.toml")
+
+    def disk_full(plan, staging):
+        raise OSError(errno.ENOSPC, "No space left on device", str(staging / plan.name / "kernel.py"))
+
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(build_module, "_written", disk_full)
+    assert cli.main(build_args("specs")) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith("error: generated/.staging-") and err.rstrip().endswith("kernel.py: No space left on device; nothing written")
+    assert snapshot(work / "generated", hidden=True) == before

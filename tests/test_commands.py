@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from fusegen import cli
 from fusegen.cli import NO_GPU_EXIT, gpu_problem, parser, spec_json_schema
 from fusegen.ops import REGISTRY
 from fusegen.spec import load_spec
@@ -108,6 +109,23 @@ def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
     assert written == (["tuning.json"] if command == "bench" else []), "nothing is written before the GPU is found missing"
 
 
+def test_the_gpu_mark_is_registered_in_any_project(tmp_path):
+    """Generated tests carry `pytest.mark.gpu`; in a user's project (no fusegen pyproject.toml) pytest must
+    know the mark, or `--strict-markers` fails their collection and every run warns of a typo."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "--markers"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "@pytest.mark.gpu: needs a CUDA GPU (Hopper)" in result.stdout, result.stdout[-2000:]
+
+
+def test_bench_where_no_tuning_file_is_times_untuned(tmp_path, monkeypatch, capsys):
+    """Like build, bench run where there is no tuning.json times the planner's schedules: only a file named
+    with --tuning must exist (it asked for the GPU, not for a file the user never named)."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here; this checks how far bench gets on a machine without one")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", str(ROOT / "specs" / "rms_norm.toml")]) == NO_GPU_EXIT
+    assert "--tuning" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "arguments, says",
     [
@@ -116,8 +134,22 @@ def test_gpu_commands_say_they_need_a_gpu(command, tmp_path):
         (["bench", "specs/", "--tokens", "0"], "--tokens: must be a whole number of at least 1"),
         (["bench", "specs/", "--tuning", "tunnig.json"], "error: --tuning tunnig.json: no such file (a file holding {} plans untuned)"),
         (["tune", "specs/", "--jobs", "-1"], "--jobs: must be a whole number of at least 1"),
+        (["bench", "specs/", "--out-dir", "README.md"], "error: --out-dir README.md: is a file; it must be a directory"),
+        (["tune", "specs/", "--out-dir", "README.md/results"], "error: --out-dir README.md/results: is under README.md, a file"),
+        (["bench", "specs/", "--record", "nowhere.md"], "error: --record nowhere.md: cannot read it (No such file or directory)"),
+        (["bench", "specs/", "--record", "README.md"], "error: --record README.md: no section for bench-results; put `<!-- fusegen"),
     ],
-    ids=["bench-missing-spec", "tune-missing-spec", "bench-zero-tokens", "bench-missing-tuning", "tune-negative-jobs"],
+    ids=[
+        "bench-missing-spec",
+        "tune-missing-spec",
+        "bench-zero-tokens",
+        "bench-missing-tuning",
+        "tune-negative-jobs",
+        "bench-out-dir-a-file",
+        "tune-out-dir-under-a-file",
+        "bench-record-missing",
+        "bench-record-without-section",
+    ],
 )
 def test_gpu_commands_report_usage_errors_before_asking_for_a_gpu(arguments, says):
     """A wrong path or argument is the user's to fix wherever they run: it is named (exit 2) before
@@ -229,3 +261,34 @@ def test_the_verification_writer_answers_bad_arguments_with_one_line(arguments, 
     )
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "out.md").exists()
+
+
+@pytest.mark.parametrize("command, absent", [("bench", "matplotlib"), ("tune", "tqdm")])
+def test_bench_and_tune_name_a_missing_extra_before_any_work(command, absent, monkeypatch, capsys, tmp_path):
+    """Installed without the bench extra, bench and tune say which module and how to get it (exit 2), where
+    the import had failed as a traceback — matplotlib's only once bench had timed everything."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == absent else find_spec(name, *rest))
+    assert cli.main([command, str(ROOT / "specs" / "rms_norm.toml"), "--out-dir", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert f'error: fusegen {command} needs {absent}, not installed here: pip install "fusegen[bench]"' in err, err
+
+
+@pytest.mark.parametrize("command", ["bench", "tune"])
+def test_a_spec_retargeted_past_its_rules_is_refused_before_any_work(command, tmp_path, capsys):
+    """--hidden and --dtype re-target every spec; a re-targeted spec is held to a spec file's rules. A group of
+    128 over 1000 columns had been planned, built and timed (plan() does not repeat the file's checks)."""
+    spec = tmp_path / "grouped.toml"
+    spec.write_text(
+        'name = "grouped"\ndtype = "bfloat16"\nhidden = 4096\n\n[[op]]\nkind = "rmsnorm"\n\n[[op]]\nkind = "quant_fp8"\ngroup_size = 128\n'
+    )
+    argv = [command, str(spec), "--hidden", "4096", "1000", "--out-dir", str(tmp_path / "results")]
+    assert cli.main(argv + (["--tuning", str(tmp_path / "tuning.json")] if command == "tune" else [])) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error: {spec}: op[1].group_size: must be 'token' or a multiple of 8 that divides hidden = 1000, got 128 "
+        "(re-targeted by --hidden/--dtype to hidden = 1000, dtype = bfloat16)"
+    ) in err, err
+    assert "needs a" not in err and len(err.splitlines()) == 2, err

@@ -59,6 +59,19 @@ def test_path_text_and_kernel_spec_share_one_build(cache, tmp_path):
     assert from_text.launcher.op.name().startswith("fusegen::load_probe_")
 
 
+def test_a_kernel_spec_made_in_python_is_held_to_a_spec_files_rules(cache):
+    """KernelSpec.model_validate checks each field; the rules across them (a group dividing the row) are the
+    planner's to hold too, or a group of 128 over 1000 columns was built and cached."""
+    spec = fusegen.KernelSpec.model_validate(
+        {"name": "bad_groups", "dtype": "bfloat16", "hidden": 1000, "op": [{"kind": "rmsnorm"}, {"kind": "quant_fp8", "group_size": 128}]}
+    )
+    with pytest.raises(
+        fusegen.errors.SpecError, match=r"^<KernelSpec>: op\[1\]\.group_size: must be 'token' or a multiple of 8 that divides"
+    ):
+        fusegen.load(spec)
+    assert not cache.exists() or not any(cache.rglob("bad_groups*"))
+
+
 def test_a_cached_build_is_imported_by_a_new_process_without_compiling(cache):
     text = spec_text(2e-5)
     identity = fusegen.load(text).IDENTITY

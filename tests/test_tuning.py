@@ -346,7 +346,7 @@ ENVIRONMENT = {
         ({"driver": "580; rm -rf"}, None, "driver"),
     ],
 )
-def test_tune_refuses_text_the_tuning_file_cannot_hold_before_tuning(monkeypatch, capsys, changes, gpu_option, named):
+def test_tune_refuses_text_the_tuning_file_cannot_hold_before_tuning(monkeypatch, capsys, tmp_path, changes, gpu_option, named):
     """FUSEGEN_COMMIT and the GPU's name go into tuning.json and from there into kernel.py: tune checks
     them first, as a usage error (exit 2) naming where the value came from."""
     import fusegen.bench
@@ -357,10 +357,30 @@ def test_tune_refuses_text_the_tuning_file_cannot_hold_before_tuning(monkeypatch
     monkeypatch.setattr(fusegen.cli, "gpu_problem", lambda command: None)  # as on a Hopper machine
     monkeypatch.setenv("FUSEGEN_COMMIT", env["commit"])
     monkeypatch.setattr(fusegen.bench, "environment", lambda: env)
-    argv = ["tune", str(ROOT / "specs" / "rms_norm.toml"), "--tuning", "/nonexistent/tuning.json"]
+    tuning = tmp_path / "tuning.json"
+    argv = ["tune", str(ROOT / "specs" / "rms_norm.toml"), "--tuning", str(tuning), "--out-dir", str(tmp_path / "results")]
     assert main(argv + (["--gpu", gpu_option] if gpu_option else [])) == 2
     err = capsys.readouterr().err
     assert named in err and len(err.splitlines()) == 2, err
+    assert not tuning.exists()
+
+
+@pytest.mark.parametrize(
+    "where, says",
+    [("missing/tuning.json", "missing is not a directory; tune writes the file there"), ("", "is a directory; it names the tuning file")],
+    ids=["directory-missing", "a-directory"],
+)
+def test_tune_checks_it_can_write_the_tuning_file_before_tuning(monkeypatch, capsys, tmp_path, where, says):
+    """tune writes the tuning file after its first spec's minutes of timing: a path it cannot write is a usage
+    error before any of it, not a traceback then."""
+    import fusegen.cli
+    from fusegen.cli import main
+
+    monkeypatch.setattr(fusegen.cli, "gpu_problem", lambda command: None)  # as on a Hopper machine
+    named = str(tmp_path / where) if where else str(tmp_path)
+    assert main(["tune", str(ROOT / "specs" / "rms_norm.toml"), "--tuning", named, "--out-dir", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --tuning {named}: " in err and says in err and "Traceback" not in err, err
 
 
 def test_tune_records_a_valid_environment():
