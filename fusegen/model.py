@@ -232,6 +232,13 @@ class Layout:
         return self.row_threads < WARP_LANES
 
     @property
+    def row_within_a_warp(self) -> bool:
+        """Whether one warp's lanes hold each row (rows sharing warps, or a row on a warp of its own): a row's
+        reductions then end in shuffles among its lanes, every lane left with the result — an exchange
+        across warps would add a shared round trip and a barrier that hold the block's rows together."""
+        return self.row_threads <= WARP_LANES
+
+    @property
     def warps(self) -> Extent:
         """The warps of one block row (whole warps: not where rows share warps)."""
         assert not self.rows_share_warps, "rows that share a warp have no warps of their own"

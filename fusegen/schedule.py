@@ -285,7 +285,7 @@ def _row_schedule(
             if row_threads < WARP_THREADS
             else f"{row_threads // WARP_THREADS} warp(s)"
         )
-        among = "lanes (shuffles, no exchange across warps)" if row_threads < WARP_THREADS else "warps"
+        among = "lanes (shuffles, no exchange across warps)" if row_threads <= WARP_THREADS else "warps"
         reasons.append(
             f"{block_m} rows per block, each on {row_threads} threads ({own}) of its own: a thread holds one row's values, and a "
             f"row's reductions stay among its {among}"
