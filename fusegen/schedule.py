@@ -1964,10 +1964,14 @@ def with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[Sta
         )
     if not possible or not (DEFAULT_JOINT_REDUCTION[schedule.variant] if hint == "auto" else hint):
         return schedule
+    crossing = (
+        "fold in the row's lanes, no exchange (one warp holds the row)"
+        if schedule.threads // schedule.block_m <= WARP_THREADS
+        else "cross the warps in one exchange (one barrier per row, not two)"
+    )
     reason = (
-        "the norm's sum of squares and the per-token amax cross the warps in one exchange (one barrier per row, not two): "
-        "the norm hands on x·w, RoPE is linear, the amax is taken before rstd is applied and scaled by it after; exact, "
-        "as rounding is monotonic"
+        f"the norm's sum of squares and the per-token amax {crossing}: the norm hands on x·w, RoPE is linear, the amax is "
+        "taken before rstd is applied and scaled by it after; exact, as rounding is monotonic"
     )
     return replace(schedule, joint_reduction=True, reasons=schedule.reasons + (reason,))
 

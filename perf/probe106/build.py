@@ -9,7 +9,7 @@ model.Layout.row_within_a_warp the row's lanes fold by shuffles alone (as rows s
 --widths ... --specs-only) whose many-token program holds each row on one warp and reduces across it, the spec into
 perf/probe106/specs/ (every thirteenth such draw); `build OLD_TREE` builds them with the tree before the change (a git
 worktree: the build's spawned workers import fusegen from it) as NAME_old and with this tree as NAME_new into
-perf/probe106/kernels/time/kernels, the new ones also into perf/probe106/kernels/check with their specs. Then
+perf/probe106/kernels/time/kernels, their specs also into perf/probe106/kernels/check (call.sh copies the new builds beside them). Then
 
     OUT=... ROUNDS=3 CHECK_S=150 bash perf/probe51/call.sh perf/probe106/kernels       # on the device
 
@@ -79,10 +79,9 @@ def build(old_tree: str) -> None:
         for directory in out.iterdir():
             if (directory / "plan.json").is_file():
                 shutil.copytree(directory, timed / directory.name, dirs_exist_ok=True)
-                if suffix == "new":
-                    shutil.copytree(directory, checked / "kernels" / directory.name, dirs_exist_ok=True)
         if suffix == "new":
             shutil.copytree(named, checked / "specs", dirs_exist_ok=True)
+        shutil.rmtree(out)  # the timed copy is the one that travels
 
 
 if __name__ == "__main__":
