@@ -306,14 +306,16 @@ class KernelFrame:
 
         TileLang's T.reduce_* over a whole row halves across warps through shared memory first, two
         barriers per halving above 32 lanes (NOTES.md). Here each thread folds its own values, a warp
-        folds its lanes by shuffles, and one shared-memory exchange combines the warps; where one warp holds
-        each row (its own, or shared with other rows), shuffles among a row's lanes alone."""
+        folds its lanes by shuffles, and one shared-memory exchange combines the warps; where rows share warps,
+        or a block holds several rows on a warp each (Layout.reduces_within_lanes), shuffles among a row's
+        lanes alone."""
         return [*self.row_partials(source, op, name), *self.exchange(((name, op, result),))]
 
     def row_partials(self, source: str, op: str, name: str) -> list[str]:
-        """Each row of `source` folded into `{name}_thread`: per thread, then, where a row spans several warps,
-        across each warp by shuffles, so lane 0 of every warp holds the warp's partial (exchange folds the
-        rest; within one warp, exchange's shuffles are the whole fold). Relies on the pinned row layout: row i's thread t holds columns t·vector … of row i,
+        """Each row of `source` folded into `{name}_thread`: per thread, then, where the warps exchange, across
+        each warp by shuffles, so lane 0 of every warp holds the warp's partial (exchange folds the rest;
+        where a row reduces within its lanes, exchange's shuffles are the whole fold). Relies on the pinned
+        row layout: row i's thread t holds columns t·vector … of row i,
         `vector` at a time."""
         layout = self.layout
         lanes, thread = partial_buffers(name)
@@ -325,7 +327,7 @@ class KernelFrame:
             f"T.reduce_{op}(T.reshape({source}, {shape_source(vectors)}), {lanes}, dim={len(vectors) - 1})",
             f"T.reduce_{op}({lanes}, {thread}, dim={chunk_axis})",
         ]
-        if layout.row_within_a_warp:
+        if layout.reduces_within_lanes:
             return folded
         return [
             *folded,
@@ -336,9 +338,10 @@ class KernelFrame:
     def exchange(self, partials) -> list[str]:
         """Combines the warps' partials of one or more row reductions ((name, op, result), ...) through one
         shared array and one barrier: lane 0 of each warp writes its slots, then every thread folds them.
-        Where one warp holds each row, a row's lanes fold their partials by shuffles (TileLang's reduce over
-        the lanes of a row: an xor butterfly inside the warp, every lane left with the result), no barrier."""
-        if self.layout.row_within_a_warp:
+        Where a row reduces within its lanes (Layout.reduces_within_lanes), they fold their partials by shuffles
+        (TileLang's reduce over the lanes of a row: an xor butterfly inside the warp, every lane left with the
+        result), no barrier."""
+        if self.layout.reduces_within_lanes:
             lanes_axis = len(self.layout.rows(self.layout.row_threads)) - 1
             return [
                 "# each row lies within one warp: its lanes fold their partials by shuffles, no barrier",

@@ -183,6 +183,13 @@ def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
     return dims or (1,)
 
 
+# One-warp rows a block from which a row's reductions end in its lanes' shuffles (Layout.reduces_within_lanes).
+# Measured on the H200 (perf/probe106, 36 fresh short-row draws at the sweep count, outputs bit-identical): a
+# block of eight one-warp rows (bf16 1000 → column-major g8 scales) 1.35 × faster without the exchange; blocks
+# of one or two rows 0.86–1.12 ×, five of 35 slower by more than 3 %.
+ONE_WARP_ROWS_SHUFFLED = 4
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row.
@@ -232,11 +239,13 @@ class Layout:
         return self.row_threads < WARP_LANES
 
     @property
-    def row_within_a_warp(self) -> bool:
-        """Whether one warp's lanes hold each row (rows sharing warps, or a row on a warp of its own): a row's
-        reductions then end in shuffles among its lanes, every lane left with the result — an exchange
-        across warps would add a shared round trip and a barrier that hold the block's rows together."""
-        return self.row_threads <= WARP_LANES
+    def reduces_within_lanes(self) -> bool:
+        """Whether a row's reductions end in shuffles among its lanes, every lane left with the result, with no
+        exchange across warps: where rows share warps, and where a block holds ONE_WARP_ROWS_SHUFFLED rows or
+        more, each on a warp of its own — there the exchange's barrier held every row of the block at each
+        reduction (probe106). A block of one or two one-warp rows keeps the exchange: its barrier holds one or
+        two warps, and without it the same programs ran 0.86–1.12 × as fast, no sign that held."""
+        return self.rows_share_warps or (self.row_threads == WARP_LANES and self.block_m >= ONE_WARP_ROWS_SHUFFLED)
 
     @property
     def warps(self) -> Extent:

@@ -298,12 +298,12 @@ def whole_thread_extent(width: int, layout: Layout) -> int:
 
 def _staged_rows_read_before_exchange(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> bool:
     """Whether per-token side inputs staged in shared memory are read before the row's first exchange,
-    whose barrier would otherwise order them too. Where a warp holds each row its reductions end in shuffles,
+    whose barrier would otherwise order them too. Where a row reduces within its lanes they end in shuffles,
     and the first barrier is a stage's own shared round trip (a RoPE span), taken before that stage reads."""
     if not schedule.prefetch:
         return False
     readers = [k for k, s in enumerate(stages) if any(t.shape[0].tokens for t in staged_inputs((s,)))]
-    if layout.row_within_a_warp:
+    if layout.reduces_within_lanes:
         round_trips = [k for k, s in enumerate(stages) if any(b.barrier for b in s.scratch)]
         return bool(readers) and (not round_trips or min(readers) < min(round_trips))
     # A reduction across warps, or values meeting in shared memory otherwise: a barrier either way.
@@ -321,7 +321,7 @@ def _owner(stage: Stage) -> str:
 def reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Layout) -> tuple[Scratch, ...]:
     """The buffers of the row reductions that cross threads: each thread's partials, folded across its warp
     by shuffles, then one shared exchange (one barrier) per reduction, or one for the two reductions
-    of a joint span. Where a warp holds each row the shuffles among its lanes end the reduction: no exchange."""
+    of a joint span. Where a row reduces within its lanes (Layout.reduces_within_lanes) no exchange."""
     threads, chunks = layout.row_threads, layout.chunks
     buffers = []
     exchanges = []
@@ -344,12 +344,14 @@ def reduction_buffers(schedule: Schedule, stages: tuple[Stage, ...], layout: Lay
                     "fragment",
                     layout.rows(threads),
                     "float32",
-                    f"{r.name}: each thread's partial, then its " + ("row's" if layout.row_within_a_warp else "warp's") + " (by shuffles)",
+                    f"{r.name}: each thread's partial, then its "
+                    + ("row's" if layout.reduces_within_lanes else "warp's")
+                    + " (by shuffles)",
                     _owner(stage),
                 ),
             ]
             exchanges.append((stage, r))
-    if layout.row_within_a_warp:
+    if layout.reduces_within_lanes:
         return tuple(buffers)
     warps = layout.warps
     if schedule.joint_reduction:

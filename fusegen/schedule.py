@@ -1965,8 +1965,8 @@ def with_joint_reduction(spec: KernelSpec, schedule: Schedule, stages: tuple[Sta
     if not possible or not (DEFAULT_JOINT_REDUCTION[schedule.variant] if hint == "auto" else hint):
         return schedule
     crossing = (
-        "fold in the row's lanes, no exchange (one warp holds the row)"
-        if schedule.threads // schedule.block_m <= WARP_THREADS
+        "fold in the row's lanes, no exchange"
+        if schedule.layout(spec.hidden).reduces_within_lanes
         else "cross the warps in one exchange (one barrier per row, not two)"
     )
     reason = (

@@ -112,7 +112,7 @@ def _case_plan(name: str):
 
 
 def _within_a_warp(p, route) -> bool:
-    return route.schedule.layout(p.hidden).row_within_a_warp
+    return route.schedule.layout(p.hidden).reduces_within_lanes
 
 
 def _any_route_within_a_warp(name: str) -> bool:

@@ -98,12 +98,21 @@ def test_a_factor_of_one_is_left_out():
 def test_a_joint_reduction_spans_the_rescale():
     """A per-row factor (rstd) commutes with per-column constants, so the norm's sum of squares and the
     per-token amax still cross the warps in one exchange (the stream variant's default)."""
-    planned = plan(spec(RMS, rescale(0.125, weight=True), QUANT, hidden=2048, schedule={"variant": "stream"}), "s")
+    planned = plan(spec(RMS, rescale(0.125, weight=True), QUANT, hidden=512, schedule={"variant": "stream"}), "s")
     assert planned.schedule.joint_reduction
     assert [b.name for b in planned.primary.scratch if b.barrier and b.name.endswith("_warps")] == ["sumsq_row_amax_warps"]
-    # A row one warp holds (512 columns on 32 threads) folds both in its lanes: nothing to exchange, and the
-    # reason says so.
-    one_warp = plan(spec(RMS, rescale(0.125, weight=True), QUANT, hidden=512, schedule={"variant": "stream"}), "s")
-    assert one_warp.schedule.joint_reduction and one_warp.schedule.threads == 32
-    assert not any(b.name.endswith("_warps") for b in one_warp.primary.scratch)
-    assert any("amax fold in the row's lanes, no exchange" in r for r in one_warp.schedule.reasons)
+    # Four rows a block on a warp each fold both in their lanes: nothing to exchange, and the reason says so.
+    one_warp_rows = plan(
+        spec(
+            RMS,
+            rescale(0.125, weight=True),
+            QUANT,
+            hidden=256,
+            dtype="float16",
+            schedule={"block_m": 4, "threads": 128, "joint_reduction": True},
+        ),
+        "s",
+    )
+    assert one_warp_rows.schedule.joint_reduction and one_warp_rows.schedule.threads == 128
+    assert not any(b.name.endswith("_warps") for b in one_warp_rows.primary.scratch)
+    assert any("amax fold in the row's lanes, no exchange" in r for r in one_warp_rows.schedule.reasons)

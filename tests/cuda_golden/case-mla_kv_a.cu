@@ -203,9 +203,11 @@ extern "C" __global__ void __launch_bounds__(64, 1) mla_kv_a_kernel(const float*
 
 extern "C" __global__ void mla_kv_a_kernel(const float* __restrict__ CosSinCache, const int64_t* __restrict__ Positions, float* __restrict__ Rstd, const bfloat16_t* __restrict__ Weight, const bfloat16_t* __restrict__ X, bfloat16_t* __restrict__ Y, int m);
 extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float* __restrict__ CosSinCache, const int64_t* __restrict__ Positions, float* __restrict__ Rstd, const bfloat16_t* __restrict__ Weight, const bfloat16_t* __restrict__ X, bfloat16_t* __restrict__ Y, int m) {
+  extern __shared__ __align__(1024) uchar buf_dyn_shmem[];
+  void* cossincache_staged = ((void*)((char*)buf_dyn_shmem + 0));
+  void* sumsq_warps = ((void*)((char*)buf_dyn_shmem + 256));
   float row[20];
   bfloat16_t weight_staged[20];
-  extern __shared__ __align__(1024) float cossincache_staged[];
   float sumsq_terms[20];
   float sumsq_lanes[5];
   float sumsq_thread[1];
@@ -254,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
   } else {
     condval_3 = make_float2(broadcast_var_3, broadcast_var_3);
   }
-  *(float2*)(cossincache_staged + (((int)threadIdx.x) * 2)) = condval_3;
+  *(float2*)(((float*)cossincache_staged) + (((int)threadIdx.x) * 2)) = condval_3;
   #pragma unroll
   for (int i_2 = 0; i_2 < 5; ++i_2) {
     float broadcast_var_4 = 0x0p+0f/*0.000000e+00*/;
@@ -285,9 +287,12 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
   for (int rv_1 = 0; rv_1 < 5; ++rv_1) {
     sumsq_thread[0] = (sumsq_thread[0] + sumsq_lanes[rv_1]);
   }
-  rstd[0] = 0x0p+0f/*0.000000e+00*/;
-  rstd[0] = (rstd[0] + sumsq_thread[0]);
-  rstd[0] = tl::AllReduce<tl::SumOp, 32, 1, 0, tl::NamedBarrier<32>>::run(rstd[0]);
+  sumsq_thread[0] = tl::warp_reduce_sum(sumsq_thread[0]);
+  if (((int)threadIdx.x) == 0) {
+    ((float*)sumsq_warps)[0] = sumsq_thread[0];
+  }
+  __syncthreads();
+  rstd[0] = ((float*)sumsq_warps)[0];
   rstd[0] = rsqrtf(((rstd[0] * 0x1p-9f/*1.953125e-03*/) + 0x1.0c6f7a0b5ed8dp-20f/*1.000000e-06*/));
   if (((int)threadIdx.x) == 0) {
     Rstd[((int64_t)((int)blockIdx.x))] = rstd[0];
@@ -327,20 +332,17 @@ extern "C" __global__ void __launch_bounds__(32, 1) mla_kv_a_kernel(const float*
     for (int i_6 = 0; i_6 < 2; ++i_6) {
       rope_partner[((i_6 * 2) + 17)] = row[((i_6 * 2) + 16)];
     }
-  }
-  __syncthreads();
-  if (((int)threadIdx.x) < 16) {
     #pragma unroll
     for (int i_7 = 0; i_7 < 2; ++i_7) {
       float2 __6;
         float2 __7;
           float2 v__5 = *(float2*)(row + ((i_7 * 2) + 16));
-          float2 v__6 = make_float2(cossincache_staged[((((int)threadIdx.x) * 2) + i_7)], cossincache_staged[((((int)threadIdx.x) * 2) + i_7)]);
+          float2 v__6 = make_float2(((float*)cossincache_staged)[((((int)threadIdx.x) * 2) + i_7)], ((float*)cossincache_staged)[((((int)threadIdx.x) * 2) + i_7)]);
           __7.x = (v__5.x*v__6.x);
           __7.y = (v__5.y*v__6.y);
         float2 __8;
           float2 v__7 = *(float2*)(rope_partner + ((i_7 * 2) + 16));
-          float2 v__8 = make_float2(cossincache_staged[(((((int)threadIdx.x) * 2) + i_7) + 32)], cossincache_staged[(((((int)threadIdx.x) * 2) + i_7) + 32)]);
+          float2 v__8 = make_float2(((float*)cossincache_staged)[(((((int)threadIdx.x) * 2) + i_7) + 32)], ((float*)cossincache_staged)[(((((int)threadIdx.x) * 2) + i_7) + 32)]);
           __8.x = (v__7.x*v__8.x);
           __8.y = (v__7.y*v__8.y);
         __6.x = (__7.x+__8.x);
