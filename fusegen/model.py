@@ -184,9 +184,11 @@ def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
 
 
 # One-warp rows a block from which a row's reductions end in its lanes' shuffles (Layout.reduces_within_lanes).
-# Measured on the H200 (perf/probe106, 36 fresh short-row draws at the sweep count, outputs bit-identical): a
-# block of eight one-warp rows (bf16 1000 → column-major g8 scales) 1.35 × faster without the exchange; blocks
-# of one or two rows 0.86–1.12 ×, five of 35 slower by more than 3 %.
+# Measured on the H200 (perf/probe106, fresh short-row draws at the sweep count, outputs bit-identical): of 36, a
+# block of eight one-warp rows (bf16 1000 → column-major g8 scales) 1.35 × faster without the exchange, blocks of
+# one or two rows 0.86–1.12 ×, four of 35 slower by 3.4–14 %; held out on the 20 draws of four or eight rows
+# a block not timed before, 1.009 × geometric mean, none slower by more than 1.2 %, fp16 1024 → column-major g16
+# 1.10 ×.
 ONE_WARP_ROWS_SHUFFLED = 4
 
 
