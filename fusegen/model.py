@@ -192,6 +192,12 @@ def row_shape(block_m: int, *dims: int) -> tuple[int, ...]:
 ONE_WARP_ROWS_SHUFFLED = 4
 
 
+def reduces_within_lanes(row_threads: int, block_m: int) -> bool:
+    """Whether a block of `block_m` rows on `row_threads` threads each ends a row's reductions in its lanes'
+    shuffles (Layout.reduces_within_lanes says why)."""
+    return row_threads < WARP_LANES or (row_threads == WARP_LANES and block_m >= ONE_WARP_ROWS_SHUFFLED)
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one block covers its rows: everything an op fragment needs to index the row.
@@ -247,7 +253,7 @@ class Layout:
         more, each on a warp of its own — there the exchange's barrier held every row of the block at each
         reduction (probe106). A block of one or two one-warp rows keeps the exchange: its barrier holds one or
         two warps, and without it the same programs ran 0.86–1.12 × as fast, no sign that held."""
-        return self.rows_share_warps or (self.row_threads == WARP_LANES and self.block_m >= ONE_WARP_ROWS_SHUFFLED)
+        return reduces_within_lanes(self.row_threads, self.block_m)
 
     @property
     def warps(self) -> Extent:

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from .errors import ChainError
-from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, WARP_LANES, Reduction, RowWaits, Schedule, Stage, Tensor
+from .model import DTYPE_BYTES, HOPPER_SMS, MAX_TOKENS, WARP_LANES, Reduction, RowWaits, Schedule, Stage, Tensor, reduces_within_lanes
 from .ops import NORMALIZE, REGISTRY, joint_chain
 from .spec import KernelSpec, ScheduleHints, chain_context
 
@@ -285,7 +285,7 @@ def _row_schedule(
             if row_threads < WARP_THREADS
             else f"{row_threads // WARP_THREADS} warp(s)"
         )
-        among = "lanes (shuffles, no exchange across warps)" if row_threads <= WARP_THREADS else "warps"
+        among = "lanes (shuffles, no exchange across warps)" if reduces_within_lanes(row_threads, block_m) else "warps"
         reasons.append(
             f"{block_m} rows per block, each on {row_threads} threads ({own}) of its own: a thread holds one row's values, and a "
             f"row's reductions stay among its {among}"

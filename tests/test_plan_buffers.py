@@ -111,31 +111,30 @@ def _case_plan(name: str):
     return plan(KernelSpec.model_validate(spec_for(name)), name)
 
 
-def _within_a_warp(p, route) -> bool:
+def _reduces_within_lanes(p, route) -> bool:
     return route.schedule.layout(p.hidden).reduces_within_lanes
 
 
-def _any_route_within_a_warp(name: str) -> bool:
+def _any_route_reduces_within_lanes(name: str) -> bool:
     p = _case_plan(name)
-    return any(_within_a_warp(p, route) for route in p.routes)
+    return any(_reduces_within_lanes(p, route) for route in p.routes)
 
 
-WITHIN_A_WARP = [name for name in EVERY_CASE if _any_route_within_a_warp(name)]
+REDUCING_WITHIN_LANES = [name for name in EVERY_CASE if _any_route_reduces_within_lanes(name)]
 
 
-@pytest.mark.parametrize("name", WITHIN_A_WARP)
+@pytest.mark.parametrize("name", REDUCING_WITHIN_LANES)
 def test_rows_within_a_warp_reduce_by_their_lanes_shuffles(name, tmp_path):
-    """A program whose rows each lie within one warp (sharing it, or a warp a row) plans no exchange, each row
-    reduction folded by shuffles among the row's lanes; a fragment program's CUDA has exactly the barriers the
-    plan lists (a gather's staging, a shared RoPE span, a per-head statistic's slice sums: none for the row
-    reductions). A stream's ring and a naive program's shared row take TileLang's barriers of their own."""
+    """A program whose rows share warps, or whose block holds four or more rows on a warp each, plans no
+    exchange, and its CUDA has exactly the barriers the plan lists (a gather's staging, a shared RoPE span, a
+    per-head statistic's slice sums: none for the row reductions), each row reduction folded by shuffles among
+    the row's lanes."""
     p = _case_plan(name)
     sources = cuda_sources(sys.modules[import_plan(p, tmp_path).__name__ + ".kernel"])
-    shared = [(served[0], source) for served, source in zip(p.programs, sources) if _within_a_warp(p, served[0])]
+    shared = [(served[0], source) for served, source in zip(p.programs, sources) if _reduces_within_lanes(p, served[0])]
     assert shared
     for route, source in shared:
-        if route.schedule.variant == "fragment":
-            assert source.count("__syncthreads()") == route.barriers_per_row, route.label()
+        assert source.count("__syncthreads()") == route.barriers_per_row, route.label()
         assert not any(b.name.endswith("_warps") for b in route.scratch), route.label()
         if any(r.partials for stage in route.stages for r in stage.reductions):
             lanes = route.schedule.threads // route.schedule.block_m
