@@ -227,10 +227,9 @@ def _planned_route(
         )
     if schedule.prefetch:
         staged = staged_buffers(schedule, side_inputs, layout)
-        if schedule.ring_in_registers and (rows := [k for k, b in enumerate(staged) if b.scope == "shared"]):
+        if schedule.ring_in_registers:
             # No x ring: the wait for this row's copies into the side inputs' own ring takes its barrier.
-            why = staged[rows[0]].why + ", read after one barrier for all of them"
-            staged = staged[: rows[0]] + (replace(staged[rows[0]], why=why, barrier=True),) + staged[rows[0] + 1 :]
+            staged = _first_staged_row_waits(staged, lambda why: why + ", read after one barrier for all of them")
         scratch += staged
     scratch = tuple(replace(b, owner="kernel") for b in scratch)
     if not schedule.builds_row:
@@ -242,12 +241,20 @@ def _planned_route(
     schedule = with_joint_reduction(spec, schedule, stages)
     scratch += reduction_buffers(schedule, stages, layout)
     if schedule.variant == "fragment" and _staged_rows_read_before_exchange(schedule, stages, layout):
-        first = next(k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged"))
-        why = scratch[first].why.replace(
-            "(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)"
+        scratch = _first_staged_row_waits(
+            scratch,
+            lambda why: why.replace("(read after the row's first barrier)", "(read before any exchange: one barrier for the staged rows)"),
         )
-        scratch = scratch[:first] + (replace(scratch[first], why=why, barrier=True),) + scratch[first + 1 :]
     return Route(first_tokens, last_tokens, schedule, stages, scratch, origin)
+
+
+def _first_staged_row_waits(scratch: tuple[Scratch, ...], reworded) -> tuple[Scratch, ...]:
+    """`scratch` with its first per-token row staged in shared memory marked as taking the barrier at which every
+    staged row's readers wait, its reason `reworded` (a function of the old one) to say so."""
+    first = next((k for k, b in enumerate(scratch) if b.scope == "shared" and b.name.endswith("_staged")), None)
+    if first is None:
+        return scratch
+    return scratch[:first] + (replace(scratch[first], why=reworded(scratch[first].why), barrier=True),) + scratch[first + 1 :]
 
 
 def staged_buffers(schedule: Schedule, side_inputs: tuple[Tensor, ...], layout: Layout) -> tuple[Scratch, ...]:
