@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 for sibling in ("tests", "perf/probe50"):
     sys.path.insert(0, str(ROOT / sibling))
 import test_random_specs as draws  # noqa: E402
-from build_rules import build  # noqa: E402  (an untuned build of a tree)
+from build_rules import build, build_pairs  # noqa: E402  (untuned builds of a tree, of two)
 from test_injection import dump  # noqa: E402
 
 from fusegen.bench import sweep_tokens  # noqa: E402
@@ -72,9 +72,9 @@ def pair(spec: dict) -> tuple[dict, dict] | None:
     return dict(spec, name=f"{spec['name']}_old"), new
 
 
-def specs(seed: int, count: int) -> None:
-    """Fresh draws of every chain that quantises, writing only FP8 (the rows the planner streams), unhinted."""
-    out = HERE / "specs"
+def drawn(seed: int, count: int, prefix: str, out: Path, keep) -> None:
+    """The first `count` fresh unhinted draws that quantise, writing only FP8 (the rows the planner streams), which
+    `keep` takes, into `out` as PREFIX_SEED_NN."""
     out.mkdir(exist_ok=True)
     rng = random.Random(seed)
     draws.HIDDENS = WIDTHS
@@ -83,53 +83,36 @@ def specs(seed: int, count: int) -> None:
         spec = draws.draw_valid(rng)
         if "quant_fp8" not in [op["kind"] for op in spec["op"]]:
             continue
-        spec = dict(spec, name=f"s107_{seed}_{found:02d}", outputs={"y": False}, schedule={})
+        spec = dict(spec, name=f"{prefix}_{seed}_{found:02d}", outputs={"y": False}, schedule={})
         spec.pop("tokens", None)
-        if pair(spec):
+        if keep(spec):
             (out / f"{spec['name']}.toml").write_text(dump(spec))
             found += 1
+
+
+def specs(seed: int, count: int) -> None:
+    drawn(seed, count, "s107", HERE / "specs", pair)
 
 
 RULE = "twice the stream's fewest threads"  # schedule._float32_stream_on_more_warps's reason
 
 
 def heldout(seed: int, count: int) -> None:
-    """Fresh unhinted float32 FP8-only draws whose stream this tree's rule takes onto twice its threads."""
-    out = HERE / "heldout"
-    out.mkdir(exist_ok=True)
-    rng = random.Random(seed)
-    draws.HIDDENS = WIDTHS
-    found = 0
-    while found < count:
-        spec = draws.draw_valid(rng)
-        if spec["dtype"] != "float32" or "quant_fp8" not in [op["kind"] for op in spec["op"]]:
-            continue
-        spec = dict(spec, name=f"h107_{seed}_{found:02d}", outputs={"y": False}, schedule={})
-        spec.pop("tokens", None)
-        schedule = sweep_schedule(spec)
-        if schedule is not None and any(RULE in reason for reason in schedule.reasons):
-            (out / f"{spec['name']}.toml").write_text(dump(spec))
-            found += 1
+    """Fresh float32 draws whose stream this tree's rule takes onto twice its threads."""
+
+    def taken(spec: dict) -> bool:
+        schedule = sweep_schedule(spec) if spec["dtype"] == "float32" else None
+        return schedule is not None and any(RULE in reason for reason in schedule.reasons)
+
+    drawn(seed, count, "h107", HERE / "heldout", taken)
 
 
 def build_heldout(old_tree: Path) -> None:
     """The held-out specs as NAME_old by `old_tree` (a worktree of the commit before the rule; the build's workers
-    import fusegen from it) and NAME_new by this tree, into kernels/time/kernels."""
+    import fusegen from it) and NAME_new by this tree."""
     import tomllib
 
-    time_dir = (HERE / "kernels/time/kernels").resolve()
-    for suffix, tree in (("old", old_tree), ("new", ROOT)):
-        specs_dir = HERE / f"kernels/heldout_{suffix}"
-        specs_dir.mkdir(parents=True)
-        for path in sorted((HERE / "heldout").glob("*.toml")):
-            spec = tomllib.loads(path.read_text())
-            (specs_dir / f"{spec['name']}_{suffix}.toml").write_text(dump(dict(spec, name=f"{spec['name']}_{suffix}")))
-        built = (HERE / f"kernels/built_{suffix}").resolve()
-        build(tree.resolve(), specs_dir.resolve(), built)
-        for package in sorted(built.iterdir()):
-            if (package / "plan.json").is_file():
-                package.rename(time_dir / package.name)
-        shutil.rmtree(built)
+    build_pairs([tomllib.loads(p.read_text()) for p in sorted((HERE / "heldout").glob("*.toml"))], old_tree, ROOT, HERE / "kernels")
 
 
 def main_build() -> None:

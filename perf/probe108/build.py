@@ -16,7 +16,6 @@ pair timed at its sweep count in interleaved rounds, outputs compared bit for bi
 from __future__ import annotations
 
 import random
-import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 for sibling in ("tests", "scripts", "perf/probe50"):
     sys.path.insert(0, str(ROOT / sibling))
 import random_hunt  # noqa: E402
-from build_rules import build  # noqa: E402  (an untuned build of a tree)
+from build_rules import build_pairs  # noqa: E402  (untuned builds of two trees)
 from test_injection import dump  # noqa: E402
 
 from fusegen.bench import sweep_tokens  # noqa: E402
@@ -65,19 +64,7 @@ def specs(seed: int, count: int) -> None:
 def main_build(old_tree: Path) -> None:
     sources = [tomllib.loads(p.read_text()) for p in sorted((ROOT / "perf/sweep").glob("*.toml"))]
     sources = [s for s in sources if takes_the_change(s)] + [tomllib.loads(p.read_text()) for p in sorted((HERE / "specs").glob("*.toml"))]
-    time_dir = (HERE / "kernels/time/kernels").resolve()
-    time_dir.mkdir(parents=True)
-    for suffix, tree in (("old", old_tree), ("new", ROOT)):
-        specs_dir = HERE / f"kernels/specs_{suffix}"
-        specs_dir.mkdir(parents=True)
-        for spec in sources:
-            (specs_dir / f"{spec['name']}_{suffix}.toml").write_text(dump(dict(spec, name=f"{spec['name']}_{suffix}")))
-        built = (HERE / f"kernels/built_{suffix}").resolve()
-        build(tree.resolve(), specs_dir.resolve(), built)
-        for package in sorted(built.iterdir()):
-            if (package / "plan.json").is_file():
-                package.rename(time_dir / package.name)
-        shutil.rmtree(built)
+    build_pairs(sources, old_tree, ROOT, HERE / "kernels")
 
 
 if __name__ == "__main__":

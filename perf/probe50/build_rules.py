@@ -12,6 +12,7 @@ SPEC: the changed specs' files; the column-scale specs are named below."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -40,6 +41,24 @@ def build(tree: Path, specs: Path, out: Path) -> None:
     untuned = specs.parent / "no-tuning.json"
     untuned.write_text("{}")
     subprocess.run([sys.executable, "-c", code, "build", str(specs), "--out", str(out), "--tuning", str(untuned)], check=True, cwd=tree)
+
+
+def build_pairs(specs: list[dict], old_tree: Path, new_tree: Path, kernels: Path) -> None:
+    """Each spec built untuned as NAME_old by `old_tree` and as NAME_new by `new_tree`, the packages side by side in
+    `kernels` / "time" / "kernels" (perf/proto/probe_time.py's pairs); the renamed specs stay in kernels/specs_*."""
+    time_dir = (kernels / "time" / "kernels").resolve()
+    time_dir.mkdir(parents=True, exist_ok=True)
+    for suffix, tree in (("old", old_tree), ("new", new_tree)):
+        specs_dir = kernels / f"specs_{suffix}"
+        specs_dir.mkdir(parents=True)
+        for spec in specs:
+            (specs_dir / f"{spec['name']}_{suffix}.toml").write_text(dump(dict(spec, name=f"{spec['name']}_{suffix}")))
+        built = (kernels / f"built_{suffix}").resolve()
+        build(tree.resolve(), specs_dir.resolve(), built)
+        for package in sorted(built.iterdir()):
+            if (package / "plan.json").is_file():
+                package.rename(time_dir / package.name)
+        shutil.rmtree(built)
 
 
 def main(old_tree: Path, out: Path, changed: list[Path]) -> None:
