@@ -124,7 +124,7 @@ REDUCING_WITHIN_LANES = [name for name in EVERY_CASE if _any_route_reduces_withi
 
 
 @pytest.mark.parametrize("name", REDUCING_WITHIN_LANES)
-def test_rows_within_a_warp_reduce_by_their_lanes_shuffles(name, tmp_path):
+def test_rows_reducing_within_their_lanes_plan_and_compile_no_exchange(name, tmp_path):
     """A program whose rows share warps, or whose block holds four or more rows on a warp each, plans no
     exchange, and its CUDA has exactly the barriers the plan lists (a gather's staging, a shared RoPE span, a
     per-head statistic's slice sums: none for the row reductions), each row reduction folded by shuffles among
