@@ -1,0 +1,57 @@
+"""probe109's CPU census: each variant's program as ptxas compiles it — registers, spills, the SASS instructions of a
+thread's straight path (to its first EXIT) for all its block's rows and per row, and the blocks an SM its registers
+allow. The planner's program (NAME) beside each NAME_rR, at the sweep count.
+
+    NVDISASM=/path/to/nvdisasm .venv/bin/python perf/probe109/census.py [KERNELS]   # default kernels/time/kernels
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "proto"))
+from issue_estimate import compiled, sweep_program  # noqa: E402  (sibling scripts)
+
+from fusegen.compile import cuda_sources_of_file  # noqa: E402
+
+REGISTERS_PER_SM = 65536
+WARP_REGISTER_GRANULE = 256  # a warp's registers are allotted in units of this many
+
+
+def straight(instructions: list[str]) -> int:
+    return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
+
+
+def blocks_by_registers(registers: int, threads: int) -> int:
+    per_warp = -(-registers * 32 // WARP_REGISTER_GRANULE) * WARP_REGISTER_GRANULE
+    return min(32, REGISTERS_PER_SM // (per_warp * (threads // 32)), 2048 // threads)
+
+
+def main(kernels: Path) -> None:
+    for planner in sorted(p for p in kernels.iterdir() if (p / "plan.json").is_file() and not re.search(r"_r\d$", p.name)):
+        _, schedule, source = sweep_program(planner)
+        base = compiled(source)
+        # A stream's straight path ends inside its loop over rows: not a row's count.
+        per_row = f"{straight(base.instructions):>4} a row" if schedule["variant"] == "fragment" else "(loops over rows)"
+        print(
+            f"{planner.name:34} planner {schedule['variant']:8} {schedule['threads']:>3} threads  regs {base.registers:>3}"
+            f"  spill {base.spilled_bytes:>3}  SASS {per_row}"
+        )
+        for variant in sorted(kernels.glob(f"{planner.name}_r*")):
+            rows = int(variant.name.rsplit("_r", 1)[1])
+            (source,) = cuda_sources_of_file(variant / "kernel.py")
+            threads = int(re.search(r"__launch_bounds__\((\d+)", source)[1])
+            program = compiled(source)
+            path = straight(program.instructions)
+            print(
+                f"{'':34} rows {rows}   fragment {threads:>3} threads  regs {program.registers:>3}  spill {program.spilled_bytes:>3}"
+                f"  SASS {path / rows:6.1f} a row ({path} a block)  {blocks_by_registers(program.registers, threads):>2} blocks an SM",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "kernels" / "time" / "kernels")
