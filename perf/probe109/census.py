@@ -37,7 +37,7 @@ def main(kernels: Path) -> None:
         # A stream's straight path ends inside its loop over rows: not a row's count.
         per_row = f"{straight(base.instructions):>4} a row" if schedule["variant"] == "fragment" else "(loops over rows)"
         print(
-            f"{planner.name:34} planner {schedule['variant']:8} {schedule['threads']:>3} threads  regs {base.registers:>3}"
+            f"{planner.name:46} planner {schedule['variant']:8} {schedule['threads']:>3} threads  regs {base.registers:>3}"
             f"  spill {base.spilled_bytes:>3}  SASS {per_row}"
         )
         for variant in sorted(kernels.glob(f"{planner.name}_r*")):
@@ -47,7 +47,7 @@ def main(kernels: Path) -> None:
             program = compiled(source)
             path = straight(program.instructions)
             print(
-                f"{'':34} rows {rows}   fragment {threads:>3} threads  regs {program.registers:>3}  spill {program.spilled_bytes:>3}"
+                f"{'':46} rows {rows}   fragment {threads:>3} threads  regs {program.registers:>3}  spill {program.spilled_bytes:>3}"
                 f"  SASS {path / rows:6.1f} a row ({path} a block)  {blocks_by_registers(program.registers, threads):>2} blocks an SM",
                 flush=True,
             )
