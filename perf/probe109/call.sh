@@ -9,9 +9,9 @@ start=$SECONDS
 k=perf/probe109/kernels/time
 timeout "${CHECK_S:-150}" python3 scripts/gpu_hunt.py check $k --jobs 15 > "$out/check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s"; tail -1 "$out/check.log"; grep -A4 FAIL "$out/check.log" | cut -c1-300 | head -20
-timeout 90 python3 perf/probe109/bits.py > "$out/bits.log" 2>&1
+timeout 120 python3 perf/probe109/bits.py > "$out/bits.log" 2>&1
 echo "bits exit $? at $((SECONDS - start)) s"; grep -c "bit-identical" "$out/bits.log"; grep DIFFER "$out/bits.log"
-timeout $((${BUDGET_S:-420} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/kernels "$out/time.json" "${ROUNDS:-3}" \
+timeout $((${BUDGET_S:-540} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/kernels "$out/time.json" "${ROUNDS:-3}" \
     > "$out/time.log" 2>&1
 echo "time exit $? at $((SECONDS - start)) s"
 grep -hE "x copy|not timed" "$out/time.log" | sort
