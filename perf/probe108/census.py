@@ -1,5 +1,7 @@
 """probe108's CPU census: each NAME_old / NAME_new pair's program at its sweep count as ptxas compiles it — registers,
-spill stores, SASS instructions (the slow path's out-of-line code included), BSSY reconvergence regions and calls.
+spill stores, SASS instructions (the slow path's out-of-line code included), those a thread meets on its straight path
+to its first EXIT (a fragment program's row; a stream's path ends inside its loop: not shown), BSSY reconvergence
+regions and calls.
 
     NVDISASM=/path/to/nvdisasm .venv/bin/python perf/probe108/census.py [KERNELS]   # default perf/probe108/kernels/time/kernels
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "proto"))
-from issue_estimate import compiled, sweep_program  # noqa: E402  (sibling scripts)
+from issue_estimate import compiled, straight_path, sweep_program  # noqa: E402  (sibling scripts)
 
 
 def opcodes(instructions: list[str], opcode: str) -> int:
@@ -31,6 +33,9 @@ def main(kernels: Path) -> None:
             f"regs {before.registers:>3}->{after.registers:>3}",
             f"spill {before.spilled_bytes}->{after.spilled_bytes}",
             f"SASS {len(before.instructions):>5}->{len(after.instructions):>5}",
+            f"path {straight_path(old_source):>4}->{straight_path(new_source):>4}"
+            if schedule["variant"] == "fragment"
+            else f"path {'-':>10}",
             *(f"{op} {opcodes(before.instructions, op):>3}->{opcodes(after.instructions, op):>3}" for op in ("BSSY", "CALL")),
         ]
         print("  ".join(columns), flush=True)
