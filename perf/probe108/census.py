@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "proto"))
-from issue_estimate import compiled, straight_path, sweep_program  # noqa: E402  (sibling scripts)
+from issue_estimate import compiled, first_exit, sweep_program  # noqa: E402  (sibling scripts)
 
 
 def opcodes(instructions: list[str], opcode: str) -> int:
@@ -33,7 +33,7 @@ def main(kernels: Path) -> None:
             f"regs {before.registers:>3}->{after.registers:>3}",
             f"spill {before.spilled_bytes}->{after.spilled_bytes}",
             f"SASS {len(before.instructions):>5}->{len(after.instructions):>5}",
-            f"path {straight_path(old_source):>4}->{straight_path(new_source):>4}"
+            f"path {first_exit(before.instructions):>4}->{first_exit(after.instructions):>4}"
             if schedule["variant"] == "fragment"
             else f"path {'-':>10}",
             *(f"{op} {opcodes(before.instructions, op):>3}->{opcodes(after.instructions, op):>3}" for op in ("BSSY", "CALL")),

@@ -20,7 +20,6 @@ NAME on the same inputs, then perf/proto/probe_time.py times them all at the swe
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -29,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from fusegen.bench import sweep_tokens  # noqa: E402
+sys.path.insert(0, str(HERE.parent / "proto"))
+from issue_estimate import sweep_program  # noqa: E402  (a sibling script: the program a package runs at its sweep count)
 
 # (chain, dtype, hidden, fp8): the sweep's two issue-bound chains (bf16 LayerNorm → e5m2 2880, 0.79 × copy; bf16
 # RMSNorm → rescale → FP8 g64 2880, 0.83) and their neighbours — RMSNorm → FP8 g64 2880, 0.93, the same row without
@@ -248,12 +248,6 @@ def built(specs: Path, out: Path) -> None:
     subprocess.run([sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(out), "--tuning", str(empty)], check=True, cwd=ROOT)
 
 
-def sweep_schedule(package: Path) -> dict:
-    plan = json.loads((package / "plan.json").read_text())
-    tokens = sweep_tokens(plan["hidden"])
-    return next(r for r in plan["routes"] if r["first_tokens"] <= tokens and (r["last_tokens"] or tokens) >= tokens)["schedule"]
-
-
 def with_rows(kernel_py: Path, chain: str, dtype: str, fp8: str, threads: int, columns: int, rows: int) -> None:
     """kernel.py made to run rows_program on every token count."""
     text = kernel_py.read_text()
@@ -277,7 +271,7 @@ def main() -> None:
             (specs / f"{name}_r{rows}.toml").write_text(spec_text(f"{name}_r{rows}", chain, dtype, hidden, fp8))
     built(specs, time_dir)
     for variant, (name, chain, dtype, hidden, fp8, rows) in variants.items():
-        schedule = sweep_schedule(time_dir / name)
+        _, schedule, _ = sweep_program(time_dir / name)
         threads = schedule["threads"]
         columns = -(-hidden // (threads * 8)) * threads * 8
         if columns // threads * rows > MOST_VALUES:

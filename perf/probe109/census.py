@@ -13,21 +13,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "proto"))
-from issue_estimate import compiled, sweep_program  # noqa: E402  (sibling scripts)
+from issue_estimate import compiled, first_exit, sweep_program  # noqa: E402  (sibling scripts)
 
 from fusegen.compile import cuda_sources_of_file  # noqa: E402
-
-REGISTERS_PER_SM = 65536
-WARP_REGISTER_GRANULE = 256  # a warp's registers are allotted in units of this many
-
-
-def straight(instructions: list[str]) -> int:
-    return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
-
-
-def blocks_by_registers(registers: int, threads: int) -> int:
-    per_warp = -(-registers * 32 // WARP_REGISTER_GRANULE) * WARP_REGISTER_GRANULE
-    return min(32, REGISTERS_PER_SM // (per_warp * (threads // 32)), 2048 // threads)
+from fusegen.schedule import resident_blocks  # noqa: E402
 
 
 def main(kernels: Path) -> None:
@@ -35,7 +24,7 @@ def main(kernels: Path) -> None:
         _, schedule, source = sweep_program(planner)
         base = compiled(source)
         # A stream's straight path ends inside its loop over rows: not a row's count.
-        per_row = f"{straight(base.instructions):>4} a row" if schedule["variant"] == "fragment" else "(loops over rows)"
+        per_row = f"{first_exit(base.instructions):>4} a row" if schedule["variant"] == "fragment" else "(loops over rows)"
         print(
             f"{planner.name:46} planner {schedule['variant']:8} {schedule['threads']:>3} threads  regs {base.registers:>3}"
             f"  spill {base.spilled_bytes:>3}  SASS {per_row}"
@@ -45,10 +34,10 @@ def main(kernels: Path) -> None:
             (source,) = cuda_sources_of_file(variant / "kernel.py")
             threads = int(re.search(r"__launch_bounds__\((\d+)", source)[1])
             program = compiled(source)
-            path = straight(program.instructions)
+            path = first_exit(program.instructions)
             print(
                 f"{'':46} rows {rows}   fragment {threads:>3} threads  regs {program.registers:>3}  spill {program.spilled_bytes:>3}"
-                f"  SASS {path / rows:6.1f} a row ({path} a block)  {blocks_by_registers(program.registers, threads):>2} blocks an SM",
+                f"  SASS {path / rows:6.1f} a row ({path} a block)  {resident_blocks(program.registers, threads):>2} blocks an SM",
                 flush=True,
             )
 

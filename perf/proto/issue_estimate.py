@@ -60,10 +60,14 @@ def compiled(source: str) -> Compiled:
     )
 
 
+def first_exit(instructions: list[str]) -> int:
+    """How many of a kernel's SASS instructions come up to and including its first EXIT."""
+    return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
+
+
 def straight_path(source: str) -> int:
     """SASS instructions of the kernel up to and including its first EXIT."""
-    instructions = compiled(source).instructions
-    return next(i for i, text in enumerate(instructions) if re.sub(r"^@!?U?P\w+\s+", "", text).startswith("EXIT")) + 1
+    return first_exit(compiled(source).instructions)
 
 
 def sweep_program(directory: Path) -> tuple[dict, dict, str]:
