@@ -34,11 +34,12 @@ DERIVED_EXTENTS = {
 }
 
 
-def layout_functions(row_threads: str, one_row: bool) -> dict[str, list[str]]:
+def layout_functions(row_threads: str, one_row: bool, shared_threads: bool = False) -> dict[str, list[str]]:
     """The pinned row layout (model.Layout.thread_and_index) as named functions of a factory
     (T.Fragment's forward_thread_fn and forward_index_fn), by name: each block row on `row_threads`
-    threads of its own, whose thread t holds `vector` contiguous columns of every
-    row_threads·vector-column tile of that row, so every warp access is coalesced and 16 bytes wide.
+    threads of its own (or with `shared_threads` every row on all of them), whose thread t holds `vector`
+    contiguous columns of every row_threads·vector-column tile of that row, so every warp access is
+    coalesced and 16 bytes wide.
     Defined outside the prim_func, their parameters cannot be taken for the kernel's loop variables. A
     one-row program's row is 1-D: its layout is the per-column inputs' too (KernelFrame.column_layout)."""
     if one_row:
@@ -65,25 +66,37 @@ def layout_functions(row_threads: str, one_row: bool) -> dict[str, list[str]]:
                 "    return T.Fragment((extent,), forward_thread_fn=iteration_thread)",
             ],
         }
+    if shared_threads:
+        # Every block row on all the threads: row i's column j where every row's column j is, in registers of
+        # its own after the rows before it; a per-column input is one copy, held where each row's column is.
+        thread_of_row, index_of_row, copy = "", "i * chunks * vector + ", ""
+        row_said, copy_said = "every row on all the threads, which", "one copy that every row reads"
+        index_said = "after the registers of the rows before row i (chunks · vector each), one vector per threads·vector-column tile"
+        column_said = "row 0's"
+    else:
+        thread_of_row, index_of_row, copy = f"i * {row_threads} + ", "", f"row * {row_threads} + "
+        row_said, copy_said = "the row's own threads", "replicated over the block rows: block row `row`'s copy"
+        index_said = "one vector per row_threads·vector-column tile"
+        column_said = "the same in every copy"
     return {
         "row_thread": [
             "def row_thread(i, j):",
-            '    """The thread holding column j of block row i: the row\'s own threads take its vectors in turn."""',
-            f"    return i * {row_threads} + j // vector % {row_threads}",
+            f'    """The thread holding column j of block row i: {row_said} take its vectors in turn."""',
+            f"    return {thread_of_row}j // vector % {row_threads}",
         ],
         "row_index": [
             "def row_index(i, j):",
-            '    """Where that thread holds it: one vector per row_threads·vector-column tile, its column within the vector."""',
-            f"    return j // (vector * {row_threads}) * vector + j % vector",
+            f'    """Where that thread holds it: {index_said}, its column within the vector."""',
+            f"    return {index_of_row}j // (vector * {row_threads}) * vector + j % vector",
         ],
         "column_thread": [
-            "def column_thread(column, row):",
-            '    """row_thread for a per-column input, replicated over the block rows: block row `row`\'s copy."""',
-            f"    return row * {row_threads} + column // vector % {row_threads}",
+            f"def column_thread({'column' if shared_threads else 'column, row'}):",
+            f'    """row_thread for a per-column input, {copy_said}."""',
+            f"    return {copy}column // vector % {row_threads}",
         ],
         "column_index": [
             "def column_index(column):",
-            '    """row_index for a per-column input: the same in every copy."""',
+            f'    """row_index for a per-column input: {column_said}."""',
             f"    return column // (vector * {row_threads}) * vector + column % vector",
         ],
     }
@@ -279,7 +292,7 @@ class KernelFrame:
         if valid:
             load = f"T.if_then_else({valid}, {load}, T.cast(0, {string_literal(self.planned(name).dtype)}))"
         thread_fn, index_fn = self.column_layout
-        replicate = "" if self.one_row else f", replicate={self.bm}"
+        replicate = "" if self.one_row or self.layout.shared_threads else f", replicate={self.bm}"
         return [
             self.alloc(name),
             f"T.annotate_layout({{{name}: T.Fragment(({cols},), forward_thread_fn={thread_fn}, forward_index_fn={index_fn}{replicate})}})",

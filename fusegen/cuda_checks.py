@@ -169,12 +169,14 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         checks += REGISTRY[stage.kind].cuda_checks(stage, source, s)
     per_thread = re.findall(r"float (\w+)_thread\[(\d+)\];", source)
     if per_thread:
-        # Each thread holds one row (model.Layout), so one partial; more means the warp shuffle would count copies.
+        # Each thread holds one row (model.Layout), or the same columns of every block row where the rows share
+        # the threads: a partial per row it holds; more means the warp shuffle would count copies.
+        held = s.block_m if s.rows_share_threads else 1
         sizes = {name: int(size) for name, size in per_thread}
         checks.append(
             Check(
-                "row reductions: one partial per thread",
-                all(size == 1 for size in sizes.values()),
+                "row reductions: one partial per thread" if held == 1 else f"row reductions: one partial per row, {held} per thread",
+                all(size == held for size in sizes.values()),
                 ", ".join(f"{name}: {size}" for name, size in sizes.items()),
             )
         )
@@ -182,11 +184,11 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         # partials' layout maps lane t to thread t, which the store's index shows.
         # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
         stores = {name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source) for name in sizes}
-        row_threads = s.threads // s.block_m
+        row_threads = s.threads // (s.block_m // held)
         single_warp = row_threads <= 32  # one warp per row: its slot is a constant
-        # Block row i's warps are its own (model.Layout): the slot is the block's warp, or with several
-        # exchanges per row, row i's part plus the warp within the row's threads.
-        within_row = "" if s.block_m == 1 else rf"(?: (?:& {row_threads - 1}|% {row_threads})\))?"
+        # Block row i's warps are its own (model.Layout), or every row's where they share the threads: the slot
+        # is the block's warp, or with several exchanges per row, row i's part plus the warp within the row's threads.
+        within_row = "" if row_threads == s.threads else rf"(?: (?:& {row_threads - 1}|% {row_threads})\))?"
         row_warp = re.compile(r"\(\(int\)threadIdx\.x\)" + within_row + r" >> 5\)")
         by_warp = single_warp or all(indices and all(row_warp.search(index) for index in indices) for indices in stores.values())
         checks.append(Check("row reductions: warp slot is the physical warp", by_warp, "; ".join(f"{n}: {v}" for n, v in stores.items())))

@@ -341,7 +341,7 @@ def _factory_body(plan: Plan, route: Route, prefetch_parameter: bool = False, jo
     row_threads = rendered(frame.layout.row_threads)
     # A layout function is kept where the kernel or a kept later one calls it (on_row_threads: row_thread).
     functions = []
-    for name, function in reversed(layout_functions(row_threads, frame.one_row).items()):
+    for name, function in reversed(layout_functions(row_threads, frame.one_row, frame.layout.shared_threads).items()):
         if _uses(_code([*kernel, *(line for f in functions for line in f)]), name):
             functions.insert(0, function)
     # Each derived extent after those it uses: the later ones' definitions are read for the earlier names.
@@ -413,7 +413,8 @@ def _factory_name(route: Route, parameters: tuple[str, ...], single: bool) -> st
     if single:
         return "fused_program"
     s = route.schedule
-    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["split"] if s.row_split > 1 else [])
+    features = [s.variant] + (["block_m"] if s.block_m > 1 else []) + (["shared_threads"] if s.rows_share_threads else [])
+    features += ["split"] if s.row_split > 1 else []
     features += ["registers"] if s.ring_in_registers else []
     features += ["prefetched"] if s.prefetch and "prefetch" not in parameters else []
     features += ["joint"] if s.joint_reduction and "joint_reduction" not in parameters else []

@@ -209,6 +209,11 @@ class Layout:
     A row's reductions then stay among its own threads, and a thread holds one row's values (its per-row
     statistics and cos/sin once), however many rows the block has.
 
+    With `shared_threads` (Schedule.rows_share_threads) every row lies on all of the block's threads instead:
+    row_threads = threads, thread t holds the same columns of every row, row i's after row i − 1's in its
+    registers, and a per-column input is one copy for all the rows. A thread then holds block_m rows' values
+    and the rows' reductions run side by side, each ending in one exchange for all of them.
+
     A row split over `parts` blocks (Schedule.row_split) is laid out the same way in each part: `hidden`
     is then a part's width, and the block of part p holds the row's columns from p · hidden on."""
 
@@ -218,6 +223,7 @@ class Layout:
     threads: int
     vector: int  # elements per vector access
     parts: int = 1
+    shared_threads: bool = False  # every block row on all the block's threads (Schedule.rows_share_threads)
 
     @property
     def pads_columns(self) -> bool:
@@ -228,8 +234,8 @@ class Layout:
 
     @property
     def row_threads(self) -> int:
-        """The threads of one block row: all of them where the block has one row."""
-        return self.threads if self.block_m == 1 else Extent(self.threads // self.block_m, "row_threads")
+        """The threads of one block row: all of them where the block has one row or its rows share them."""
+        return self.threads if self.block_m == 1 or self.shared_threads else Extent(self.threads // self.block_m, "row_threads")
 
     @property
     def row_tile(self) -> int:
@@ -273,6 +279,11 @@ class Layout:
     def thread_and_index(self, row: int, column: int) -> tuple[int, int]:
         """(block thread, register index) holding a block row's column: the pinned layout that
         codegen.layout_functions writes for TileLang."""
+        if self.shared_threads:
+            return (
+                column // self.vector % self.row_threads,
+                row * self.chunks * self.vector + column // self.row_tile * self.vector + column % self.vector,
+            )
         return (
             row * self.row_threads + column // self.vector % self.row_threads,
             column // self.row_tile * self.vector + column % self.vector,
@@ -337,6 +348,14 @@ class Schedule:
     # fragment, prefetched: the staged float32 per-column side inputs lose __restrict__, so ptxas keeps their
     # loads next to the row's (schedule.with_pinned_side_inputs)
     pinned_side_inputs: bool = False
+    # fragment, block_m > 1: every row of the block on all of its threads (model.Layout.shared_threads)
+    rows_share_threads: bool = False
+
+    @property
+    def columns_per_thread(self) -> int:
+        """The columns a thread holds of the row: its values, or where the block's rows share its threads, one
+        row's share of them (a per-column input staged in registers holds this many, once for every row)."""
+        return self.elems_per_thread // self.block_m if self.rows_share_threads else self.elems_per_thread
 
     @property
     def builds_row(self) -> bool:
@@ -360,7 +379,9 @@ class Schedule:
         else:
             columns = Extent(self.padded_hidden, width.symbol if self.padded_hidden == width else "columns")
         parts = Extent(self.row_split, "row_split")
-        return Layout(rows, width, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), parts)
+        return Layout(
+            rows, width, columns, Extent(self.threads, "threads"), Extent(self.vector_elems, "vector"), parts, self.rows_share_threads
+        )
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ POWER_OF_TWO_THREADS = (32, 64, 128, 256, 512, 1024)
 # fp32 row elements one thread may hold: ~2 registers each with the x² scratch, so 64 keeps a thread
 # under ~160 registers with no spills.
 HARD_ELEMS_PER_THREAD = 64
+# Rows that share a block's threads (rows_share_threads) hold one copy of the per-column inputs and one set of
+# indices for all their rows, so more values fit: ptxas (nvcc 13.0, sm_90a) kept 96 values a thread of four
+# bf16 2880-column LayerNorm → FP8 rows in 165 registers without a spill (perf/probe109's census).
+SHARED_ROWS_ELEMS_PER_THREAD = 112
 # Elements per thread that measured best (H200, bf16, 4096 × 16384, NOTES.md): 128 threads holding 32
 # each ran RMSNorm at 3.84 TB/s and RMSNorm → RoPE at 3.73, against 3.15 and 3.08 with 256 threads
 # holding 16. TileLang's block reduction exchanges through shared memory once per halving above a warp
@@ -109,7 +113,9 @@ def row_threads_allowed(threads: int, block_m: int, share_warps: bool) -> bool:
 def _row_layout_pinned(hints: ScheduleHints) -> bool:
     """Whether the hints fix the row layout a default rule would otherwise choose: a variant other than the
     fragment program, or its threads, rows a block or row split."""
-    return hints.variant not in ("auto", "fragment") or any(value != "auto" for value in (hints.threads, hints.block_m, hints.row_split))
+    return hints.variant not in ("auto", "fragment") or any(
+        value != "auto" for value in (hints.threads, hints.block_m, hints.row_split, hints.rows_share_threads)
+    )
 
 
 def _layout_refusals(spec: KernelSpec, context, vector: int, row_threads: int) -> list[str]:
@@ -149,23 +155,28 @@ def _row_schedule(
     threads_by: str = "as the threads hint asks",
     share_warps: bool = False,
     min_threads: int = WARP_THREADS,
+    shared_threads: bool = False,
 ) -> Schedule:
     """Picks threads and vector width for a row held in registers, padding the row where hidden needs it
     (to a whole number of row tiles: the threads of one block row × vector). A row split over `row_split`
     blocks is scheduled as one part of it: a row of hidden / row_split columns (`split_by` says who asked;
     `threads_by` why `threads_hint` is the thread count). `share_warps`: block rows may take part of a
-    warp each (row_threads_allowed). `min_threads`: the fewest threads a block may take (wave_threads)."""
+    warp each (row_threads_allowed). `min_threads`: the fewest threads a block may take (wave_threads).
+    `shared_threads`: every row of a block on all of its threads (model.Layout.shared_threads)."""
     elem = DTYPE_BYTES[spec.dtype]
+    # The groups of threads a block's rows are laid out on: one a row, or one holding every row (rows_share_threads)
+    own_rows = 1 if shared_threads else block_m
+    most_values = SHARED_ROWS_ELEMS_PER_THREAD if shared_threads else HARD_ELEMS_PER_THREAD
     n = spec.hidden // row_split
     context = chain_context(spec)
     candidates = []
 
     def offer(threads: int) -> None:
-        if threads < min_threads or not row_threads_allowed(threads, block_m, share_warps):
+        if threads < min_threads or not row_threads_allowed(threads, own_rows, share_warps):
             return  # every block row takes threads of its own (model.Layout)
         vector = 16 // elem
         while vector >= 1:
-            tile = threads // block_m * vector  # the row tile: one block row's threads × vector
+            tile = threads // own_rows * vector  # the row tile: one block row's threads × vector
             if tile % multiple and not power_of_two(threads):
                 # A quantisation group would straddle the wrap from the last thread back to the first.
                 # The GPU matrix runs group quantisation on power-of-two tiles only, so other thread
@@ -177,9 +188,9 @@ def _row_schedule(
             per_thread = block_m * padded // threads
             # A vector must not straddle rows (every row starts at a multiple of hidden elements), and
             # every op must be able to work on it.
-            usable = n % vector == 0 and not _layout_refusals(spec, context, vector, threads // block_m)
-            if per_thread <= HARD_ELEMS_PER_THREAD and usable:
-                sharing = threads // block_m < WARP_THREADS
+            usable = n % vector == 0 and not _layout_refusals(spec, context, vector, threads // own_rows)
+            if per_thread <= most_values and usable:
+                sharing = threads // own_rows < WARP_THREADS
                 target = SHARED_WARP_ELEMS_PER_THREAD if sharing else TARGET_ELEMS_PER_THREAD
                 key = (
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
@@ -244,7 +255,7 @@ def _row_schedule(
                 "head_dim",
                 f"no thread layout holds this chain's heads of {spec.head_dim} columns in a row of {n}: a per-head norm pads the row "
                 "to whole heads and whole row tiles (a power of two of threads from 32, or a count of warps covering the row in "
-                f"16-byte vectors, × 1, 2, 4 or 8 columns), which these heads take past {HARD_ELEMS_PER_THREAD} values a thread "
+                f"16-byte vectors, × 1, 2, 4 or 8 columns), which these heads take past {most_values} values a thread "
                 "(head sizes such as 64, 80, 96, 128, 192, 256 fit)",
             )
         where = f"with threads = {threads_hint}" if threads_hint else f"even with {THREAD_CHOICES[-1]} threads"
@@ -254,7 +265,7 @@ def _row_schedule(
         ]
         raise ChainError(
             "schedule.threads" if threads_hint else "hidden",
-            f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {HARD_ELEMS_PER_THREAD} elements per thread)"
+            f"a row of {n} × block_m {block_m} does not fit in registers {where} (at most {most_values} elements per thread)"
             + (f": take {' or '.join(remedies)}" if remedies else ""),
         )
     _, threads, vector, padded, per_thread = min(candidates)
@@ -265,7 +276,7 @@ def _row_schedule(
             f"closest to the {TARGET_ELEMS_PER_THREAD} per thread among {min_threads} threads or more: up to {WAVE_TOKENS} tokens every "
             "row runs at once, so the kernel takes one row's time, which fewer warps would leave with one warp a scheduler"
         )
-    elif threads // block_m < WARP_THREADS:
+    elif threads // own_rows < WARP_THREADS:
         why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} values a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
     else:
         why = f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
@@ -278,8 +289,14 @@ def _row_schedule(
             f"each row split over {row_split} blocks ({split_by}), block p holding columns [p·{n}, (p + 1)·{n}): "
             f"{row_split} times the blocks of one row per block, no op reducing across the parts"
         )
-    if block_m > 1:
-        row_threads = threads // block_m
+    if block_m > 1 and shared_threads:
+        reasons.append(
+            f"{block_m} rows per block, all on the block's {threads} threads: a thread holds the same columns of every row, "
+            "widens each per-column input once for all of them, and the rows' reductions run side by side, each reduction one "
+            "exchange for all the rows (as the rows_share_threads hint asks)"
+        )
+    elif block_m > 1:
+        row_threads = threads // own_rows
         own = (
             f"{row_threads} lanes of a warp, {WARP_THREADS // row_threads} rows a warp"
             if row_threads < WARP_THREADS
@@ -292,7 +309,7 @@ def _row_schedule(
         )
     if padded != n:
         reasons.append(
-            f"{'a part of ' if row_split > 1 else 'hidden '}{n} is not a multiple of {threads // block_m}×{vector}"
+            f"{'a part of ' if row_split > 1 else 'hidden '}{n} is not a multiple of {threads // own_rows}×{vector}"
             + (f" and the group size {multiple}" if multiple > 1 else "")
             + f": the {'part' if row_split > 1 else 'row'} is padded to {padded} columns; padding loads are masked to 0 and stores are masked"
         )
@@ -305,7 +322,7 @@ def _row_schedule(
                 "carry a row's reductions and barriers"
             )
     if vector * elem < 16:
-        narrower = _why_not_16_byte_vectors(spec, context, n, "part" if row_split > 1 else "row", threads // block_m, candidates)
+        narrower = _why_not_16_byte_vectors(spec, context, n, "part" if row_split > 1 else "row", threads // own_rows, candidates)
         reasons.append(f"{narrower}; {vector * elem}-byte vectors used")
     return Schedule(
         variant="fragment",
@@ -321,6 +338,7 @@ def _row_schedule(
         register_estimate=2 * per_thread + 32,
         reasons=tuple(reasons),
         row_split=row_split,
+        rows_share_threads=shared_threads and block_m > 1,
     )
 
 
@@ -414,7 +432,7 @@ STAGED_REASON = "side inputs are loaded next to the row, before the first reduct
 def _staged_per_thread(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> int:
     """The values a thread holds of the per-column side inputs staged (each thread holds its row's columns:
     model.Layout), which with_prefetch adds to the register estimate."""
-    return sum(1 for t in side_inputs if t.per_column) * schedule.elems_per_thread
+    return sum(1 for t in side_inputs if t.per_column) * schedule.columns_per_thread
 
 
 def _unstaged(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:
@@ -947,8 +965,15 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
     variant = hints.variant
     if hints.blk_k != "auto" and variant == "auto":
         variant = "splitk"
+    shared = hints.rows_share_threads is True
+    if shared and (block_m == 1 or variant not in ("auto", "fragment")):
+        raise ChainError(
+            "schedule.rows_share_threads",
+            'puts the rows of a block on the same threads: it takes variant "fragment" (or "auto") and block_m 2, 4, 8 or 16, '
+            f'got variant "{variant}", block_m {hints.block_m}',
+        )
     share_warps = variant in ("auto", "fragment") and rows_share_warps(spec)
-    if threads and not row_threads_allowed(threads, block_m, share_warps):
+    if threads and not row_threads_allowed(threads, 1 if shared else block_m, share_warps):
         narrow = f", or a power of two below {WARP_THREADS} (rows of this width and chain share warps)" if share_warps else ""
         raise ChainError(
             "schedule.threads",
@@ -962,12 +987,12 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
         why = f"the planner's split for up to {few_tokens} tokens: one block per row would leave most SMs idle"
         if few_token_parts != few_token_split(spec):
             why += f"; parts of at least {NORMLESS_MIN_PART_BYTES} bytes where no op normalises the row ({MIN_PART_BYTES} from {FINE_SPLIT_TOKENS + 1} tokens)"
-        return _row_schedule(spec, block_m, threads, multiple, few_token_parts, why)
+        return _row_schedule(spec, block_m, threads, multiple, few_token_parts, why, shared_threads=shared)
     if few_tokens:
         why = f"the planner's two warps a row for up to {FEW_TOKENS} tokens, where one holds it for many: one warp would hold all of the row's loads"
-        return _row_schedule(spec, block_m, FEW_TOKEN_THREADS, multiple, threads_by=why)
+        return _row_schedule(spec, block_m, FEW_TOKEN_THREADS, multiple, threads_by=why, shared_threads=shared)
     if wave:
-        return _row_schedule(spec, block_m, threads, multiple, min_threads=WAVE_MIN_THREADS)
+        return _row_schedule(spec, block_m, threads, multiple, min_threads=WAVE_MIN_THREADS, shared_threads=shared)
     if variant in ("naive", "splitk"):
         supported = len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], variant)
         if not supported:
@@ -980,7 +1005,7 @@ def choose_schedule(spec: KernelSpec, few_tokens: int = 0, wave: bool = False) -
         if variant == "splitk":
             return _splitk_schedule(spec, block_m, threads, hints.blk_k)
     try:
-        schedule = _row_schedule(spec, block_m, threads, multiple, row_split, share_warps=share_warps)
+        schedule = _row_schedule(spec, block_m, threads, multiple, row_split, share_warps=share_warps, shared_threads=shared)
     except ChainError:
         if variant == "auto" and len(spec.op) == 1 and REGISTRY[spec.op[0].kind].offers_variant(spec.op[0], "splitk"):
             return _splitk_schedule(spec, block_m, threads, "auto")
@@ -1270,7 +1295,7 @@ def fragment_registers(schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> i
     """Registers a fragment thread needs, as ptxas allotted them in the sweep's kernels (within ~10 %): the
     row's fp32 values, the per-column side inputs staged in their own dtype, and indexing beside them."""
     staged_bytes = sum(DTYPE_BYTES[t.dtype] for t in side_inputs if t.per_column) if schedule.prefetch else 0
-    return schedule.elems_per_thread + -(-schedule.elems_per_thread * staged_bytes // 4) + REGISTERS_BESIDE_ROW
+    return schedule.elems_per_thread + -(-schedule.columns_per_thread * staged_bytes // 4) + REGISTERS_BESIDE_ROW
 
 
 def with_fragment_residency(spec: KernelSpec, schedule: Schedule, side_inputs: tuple[Tensor, ...]) -> Schedule:

@@ -124,6 +124,13 @@ class ScheduleHints(Strict):
             "'auto': shared."
         ),
     )
+    rows_share_threads: Literal["auto"] | bool = Field(
+        **added_key("auto"),
+        json_schema_extra=described(
+            "fragment, block_m > 1: every row of the block on all of its threads (each thread holding the same columns of "
+            "every row) rather than each row on threads / block_m threads of its own. 'auto': rows on threads of their own."
+        ),
+    )
     row_split: Literal["auto"] | int = Field(
         **added_key("auto"),
         json_schema_extra=described(

@@ -123,6 +123,7 @@ class WinnerHints(Strict):
     # Left out of the hints at "auto", so the winners of every tuned kernel, and its identity, stay as they were.
     row_split: Literal["auto"] | int = Field(**added_key("auto"))
     ring: Literal["auto", "shared", "registers"] = Field(**added_key("auto"))
+    rows_share_threads: Literal["auto"] | bool = Field(**added_key("auto"))
 
 
 class BucketWinner(Strict):

@@ -873,7 +873,53 @@ CASES = {
 
 # Compiled and CUDA-checked on the CPU, not yet run on a GPU; the GPU matrix runs them with CASES, and
 # they join CASES once it has passed them (session 10's eleven joined after 61 GPU runs passed).
-PENDING_GPU_CASES: dict = {}
+PENDING_GPU_CASES: dict = {
+    # Rows that share their threads (schedule hint rows_share_threads): each thread holds the same columns of
+    # every row of its block, so the per-column inputs are staged once for all of them and the rows' reductions
+    # run side by side. Odd token counts leave the last block with fewer rows than block_m.
+    "shared_rows_ln_e5m2_2880": case(
+        "two padded rows on the same 128 threads: weight and bias staged once, three exchanges for both rows",
+        [LN, quant(fp8="e5m2")],
+        hidden=2880,
+        outputs={"y": False},
+        schedule={"variant": "fragment", "threads": 128, "block_m": 2, "rows_share_threads": True},
+    ),
+    "shared_rows_rescale_g64_2880": case(
+        "four rows on 128 threads, a rescale by a second weight, group amaxes of 64 columns per row",
+        [RMS, {"kind": "rescale", "factor": 0.125, "weight": True}, quant(64)],
+        "float16",
+        hidden=2880,
+        outputs={"y": False},
+        schedule={"block_m": 4, "rows_share_threads": True},
+    ),
+    "shared_rows_rope_quant_y": case(
+        "two rows on the same threads through RoPE's pairs (tail 64, neox) and group 128 scales, Y written",
+        [RMS, rope(64), quant(128)],
+        schedule={"block_m": 2, "rows_share_threads": True, "threads": 256},
+    ),
+    "shared_rows_qk_norm_cache_rope": case(
+        "per-head RMSNorm → cache RoPE (gptj) on two rows of heads of 128: each row's cos/sin row gathered at its position",
+        [{"kind": "rmsnorm", "over": "head"}, rope(128, style="gptj", source="cache", max_position=8192)],
+        hidden=2048,
+        head_dim=128,
+        schedule={"block_m": 2, "rows_share_threads": True},
+    ),
+    "shared_rows_add_ln_stats_fp32": case(
+        "residual added and written back, LayerNorm writing mean and rstd, four float32 rows on 256 threads",
+        [ADD, LN],
+        "float32",
+        hidden=1536,
+        outputs={"residual": True, "mean": True, "rstd": True},
+        schedule={"block_m": 4, "rows_share_threads": True, "threads": 256},
+    ),
+    "shared_rows_column_scales_g32": case(
+        "column-major scales in groups of 32 from four rows on the same threads: each group's four scales adjacent",
+        [RMS, quant(32, scale_layout="column")],
+        hidden=3072,
+        outputs={"y": False},
+        schedule={"block_m": 4, "rows_share_threads": True},
+    ),
+}
 
 
 # Two routes as a tuning file gives them: another thread count, block_m and prefetch on each side of 64

@@ -222,6 +222,9 @@ def draw_schedule(rng: random.Random, spec: dict) -> dict:
     if variant != "stream" and rng.random() < 0.3:
         # README: with block_m > 1 threads are a multiple of 32 × block_m.
         schedule["block_m"] = rng.choice([1, 2] if spec["hidden"] <= 4096 and schedule.get("threads", 64) % 64 == 0 else [1])
+    if variant in ("auto", "fragment") and schedule.get("block_m", 1) > 1 and rng.random() < 0.5:
+        # README: rows_share_threads puts a fragment block's rows on all of its threads.
+        schedule["rows_share_threads"] = True
     if variant in ("auto", "fragment", "stream"):
         schedule["prefetch"] = rng.choice(["auto", True, False])
     if variant == "fragment" and rng.random() < 0.3:

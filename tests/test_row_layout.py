@@ -23,7 +23,8 @@ def layout_namespace(layout: Layout) -> dict:
     names = {"threads": layout.threads, "vector": layout.vector, "block_m": layout.block_m}
     if layout.block_m > 1:
         exec(f"row_threads = {DERIVED_EXTENTS['row_threads']}", names)
-    for function in layout_functions(rendered(layout.row_threads), layout.block_m == 1).values():
+        exec(f"chunks = {DERIVED_EXTENTS['chunks'].format(columns=layout.padded_hidden, row_threads=rendered(layout.row_threads))}", names)
+    for function in layout_functions(rendered(layout.row_threads), layout.block_m == 1, layout.shared_threads).values():
         exec("\n".join(function), names)
     return names
 
@@ -75,6 +76,39 @@ def test_per_column_inputs_are_copied_onto_every_block_rows_threads(layout):
         for column in range(layout.padded_hidden):
             held = (names["column_thread"](column, row), names["column_index"](column))
             assert held == layout.thread_and_index(row, column), (row, column)
+
+
+SHARED = [
+    Layout(2, 2880, 3072, 128, 8, shared_threads=True),  # bf16 LayerNorm → FP8 2880, two rows (perf/probe109)
+    Layout(4, 2880, 3072, 128, 8, shared_threads=True),
+    Layout(4, 1024, 1024, 64, 4, shared_threads=True),
+    Layout(16, 512, 512, 32, 4, shared_threads=True),
+]
+
+
+@pytest.mark.parametrize("layout", SHARED)
+def test_rows_sharing_threads_hold_the_same_columns_of_every_row(layout):
+    """rows_share_threads: every row of the block lies on all of its threads, row i's column j on the thread that
+    holds column j of every other row, in registers of its own after those of the rows before it."""
+    thread_of, index_of = pinned_mapping(layout)
+    per_row = layout.padded_hidden // layout.threads
+    for row in range(layout.block_m):
+        assert {thread_of(row, column) for column in range(layout.padded_hidden)} == set(range(layout.threads))
+        for column in range(layout.padded_hidden):
+            assert thread_of(row, column) == thread_of(0, column)
+            assert index_of(row, column) == row * per_row + index_of(0, column)
+            assert (thread_of(row, column), index_of(row, column)) == layout.thread_and_index(row, column)
+    slots = {(thread_of(r, c), index_of(r, c)) for r in range(layout.block_m) for c in range(layout.padded_hidden)}
+    assert len(slots) == layout.block_m * layout.padded_hidden
+    assert max(index for _, index in slots) + 1 == layout.block_m * per_row
+
+
+@pytest.mark.parametrize("layout", SHARED)
+def test_rows_sharing_threads_share_one_copy_of_each_per_column_input(layout):
+    """A staged weight is one copy, not replicated: its column j where every row's column j is."""
+    names = layout_namespace(layout)
+    for column in range(layout.padded_hidden):
+        assert (names["column_thread"](column), names["column_index"](column)) == layout.thread_and_index(0, column)
 
 
 def test_short_rows_at_four_per_block_pad_to_their_own_threads():
