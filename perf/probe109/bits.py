@@ -1,5 +1,6 @@
 """probe109 on the device: each NAME_rR run against NAME_r1 (the same row code on the same threads, R rows a block:
-the same bits are expected) and NAME_r1 against the planner's NAME, on the same inputs at the sweep count.
+the same bits are expected) and NAME_r1 against the planner's NAME, on the same inputs at the sweep count; where no
+NAME_r1 was built (perf/probe110's draws), each NAME_rR against NAME itself.
 
     python perf/probe109/bits.py [KERNELS]   # default perf/probe109/kernels/time/kernels"""
 
@@ -29,14 +30,17 @@ def main(kernels: Path) -> None:
         module = import_package(planner, f"_bits_{planner.name}")
         tokens = sweep_tokens(module.HIDDEN)
         inputs = random_inputs(module, tokens, torch.Generator().manual_seed(tokens))
-        base = outputs(module, inputs)
-        one = outputs(import_package(kernels / f"{planner.name}_r1", f"_bits_{planner.name}_r1"), inputs)
-        same = all(torch.equal(a, b) for a, b in zip(base, one, strict=True))
-        print(f"{planner.name}_r1 against the planner's program: {'bit-identical' if same else 'OUTPUTS DIFFER'}", flush=True)
+        one = base = outputs(module, inputs)
+        against = "the planner's program"
+        if (kernels / f"{planner.name}_r1").is_dir():
+            one = outputs(import_package(kernels / f"{planner.name}_r1", f"_bits_{planner.name}_r1"), inputs)
+            same = all(torch.equal(a, b) for a, b in zip(base, one, strict=True))
+            print(f"{planner.name}_r1 against the planner's program: {'bit-identical' if same else 'OUTPUTS DIFFER'}", flush=True)
+            against = "_r1"
         for variant in sorted(kernels.glob(f"{planner.name}_r[2-9]")):
             got = outputs(import_package(variant, f"_bits_{variant.name}"), inputs)
             same = all(torch.equal(a, b) for a, b in zip(one, got, strict=True))
-            print(f"{variant.name} against _r1: {'bit-identical' if same else 'OUTPUTS DIFFER'}", flush=True)
+            print(f"{variant.name} against {against}: {'bit-identical' if same else 'OUTPUTS DIFFER'}", flush=True)
 
 
 if __name__ == "__main__":
