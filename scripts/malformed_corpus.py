@@ -63,6 +63,9 @@ BASE = {
         ("joint_reduction", None),
         ("blocks_per_sm", None),
         ("ring_slots", None),
+        ("ring", None),
+        ("row_split", None),
+        ("rows_share_threads", None),
     ],
 }
 NUMERIC_KEYS = {
@@ -75,6 +78,7 @@ NUMERIC_KEYS = {
     ("schedule", "blk_k"),
     ("schedule", "blocks_per_sm"),
     ("schedule", "ring_slots"),
+    ("schedule", "row_split"),
 }
 FLOAT_KEYS = {("op0", "eps"), ("op2", "amax_floor")}
 WRONG_TYPES = ['"text"', '""', "7", "-3", "2.5", "true", "[1, 2]", "[]", "{ a = 1 }", "1979-05-27T07:32:00Z", "07:32:00"]
@@ -488,6 +492,7 @@ def tuning_cases() -> list[Case]:
         ("median negative", lambda b: b[0].__setitem__("median_us", -1)),
         ("ring_slots 1000", lambda b: b[0]["hints"].__setitem__("ring_slots", 1000)),
         ("stream at 32 threads", lambda b: b[0]["hints"].__setitem__("variant", "stream")),
+        ("rows sharing threads at one row", lambda b: b[0]["hints"].__setitem__("rows_share_threads", True)),
     ]:
         data = json.loads(json.dumps(good))
         change(data["problems"][next(iter(data["problems"]))]["gpus"]["NVIDIA H200"]["buckets"])
