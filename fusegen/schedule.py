@@ -280,9 +280,11 @@ def _row_schedule(
         why = f"closest to {SHARED_WARP_ELEMS_PER_THREAD} values a lane: a row sharing a warp pays no barrier, only a few shuffles, so more of its lanes keep more loads in flight"
     else:
         why = f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
+    # Where the block's rows share the threads, a thread holds each of them: a row's vectors, block_m times over.
+    rows_held = f", {per_thread // vector} for the block's {block_m} rows" if shared_threads and block_m > 1 else ""
     reasons = [
-        f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the {'part' if row_split > 1 else 'row'} in {per_thread // vector} "
-        f"vector(s) per thread ({per_thread} fp32 values), {why}",
+        f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the {'part' if row_split > 1 else 'row'} in "
+        f"{per_thread // (block_m if rows_held else 1) // vector} vector(s) per thread{rows_held} ({per_thread} fp32 values), {why}",
     ]
     if row_split > 1:
         reasons.append(
