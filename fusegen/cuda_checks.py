@@ -186,7 +186,7 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         # partials' layout maps lane t to thread t, which the store's index shows.
         # Static shared arrays are indexed directly, dynamic ones through a (float*) cast.
         stores = {name: re.findall(r"(?:\(\(float\*\))?\w+_warps\)?\[([^\]]*)\] = " + name + r"_thread\[", source) for name in sizes}
-        row_threads = s.threads // (s.block_m // held)
+        row_threads = s.threads if s.rows_share_threads else s.threads // s.block_m
         single_warp = row_threads <= 32  # one warp per row: its slot is a constant
         # Block row i's warps are its own (model.Layout), or every row's where they share the threads: the slot
         # is the block's warp, or with several exchanges per row, row i's part plus the warp within the row's threads.
