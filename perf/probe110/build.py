@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-for sibling in ("tests", "scripts", "perf/proto"):
+for sibling in ("tests", "scripts", "perf/proto", "perf/probe109"):
     sys.path.insert(0, str(ROOT / sibling))
 import random_hunt  # noqa: E402  (the CPU hunt's draws)
 from issue_ratio import issue_ratio  # noqa: E402  (the static signal of an issue-bound program)
+from rows_hints import build, planned, sharing  # noqa: E402  (probe109's)
 from test_injection import dump  # noqa: E402
 
 from fusegen.bench import sweep_tokens  # noqa: E402
-from fusegen.errors import ChainError, SpecError  # noqa: E402
-from fusegen.plan import plan  # noqa: E402
-from fusegen.spec import parse_spec  # noqa: E402
 
 ROWS = (2, 4)
 # perf/probe97 (seed 4201's 129 fragment programs): median 0.837 × copy at an issue ratio of 0.60 or more, 0.974 under 0.45.
@@ -40,33 +37,11 @@ HIGH_ISSUE_RATIO = 0.6
 LOW_ISSUE_RATIO = 0.45
 
 
-def planned(spec: dict):
-    """The spec's plan, or None where the planner refuses it."""
-    try:
-        return plan(parse_spec(dump(spec), spec["name"]), spec["name"])
-    except (ChainError, SpecError):
-        return None
-
-
 def one_row_threads(spec: dict) -> int | None:
     """The threads of the spec's program at its sweep count where that is a fragment program of one whole row a block."""
     schedule = planned(spec).route_for(sweep_tokens(spec["hidden"])).schedule
     one_row = schedule.variant == "fragment" and schedule.block_m == 1 and schedule.row_split == 1
     return schedule.threads if one_row else None
-
-
-def sharing(spec: dict, threads: int, rows: int) -> dict:
-    hints = {"variant": "fragment", "threads": threads, "block_m": rows, "rows_share_threads": True}
-    return dict(spec, name=f"{spec['name']}_r{rows}", schedule=hints)
-
-
-def build(specs: Path, out: Path) -> None:
-    """`fusegen build` of this tree, untuned (an empty tuning table), as a user's new spec is built."""
-    untuned = HERE / "kernels" / "no-tuning.json"
-    untuned.write_text("{}\n")
-    subprocess.run(
-        [sys.executable, "-m", "fusegen", "build", str(specs), "--out", str(out), "--tuning", str(untuned)], check=True, cwd=ROOT
-    )
 
 
 def main(seed: int, drawn_count: int, high: int, low: int) -> None:
