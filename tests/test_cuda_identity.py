@@ -11,7 +11,8 @@ the two quant ones when the scale's division became two fmas; case-stream_ln_y_m
 launch bound began sitting up to a fifth under the register estimate, 9 blocks an SM instead of 8;
 case-quant_column_pinned_block_m4 when a block's column-major group scales began leaving through shared
 memory, each group's rows as one run; the two routed ones when staged cos/sin rows began loading on every
-thread, padded to whole passes of a row's threads): a
+thread, padded to whole passes of a row's threads; the two quant ones when each group's fp32 1/scale became
+MUFU.RCP and one Newton step written out, __frcp_rn's fast path without its branch): a
 change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,3 +124,17 @@ def test_misaligned_cuda_view_is_rejected():
     inputs[0] = flat[1:].view(4, 4096)
     with pytest.raises(ValueError, match="16-byte boundary"):
         module.kernel(*inputs)
+
+
+@testing.requires_gpu
+def test_the_written_out_reciprocal_is_frcp_rn_on_every_scale(tmp_path):
+    """quant_fp8._reciprocal's MUFU.RCP and Newton step against __frcp_rn on every float32 an fp32 scale can be
+    (tests/rcp_exhaustive.cu: about two billion values, under a second)."""
+    binary = tmp_path / "rcp_exhaustive"
+    source = Path(__file__).resolve().parent / "rcp_exhaustive.cu"
+    subprocess.run(["nvcc", "-O3", "-arch=sm_90a", "-o", str(binary), str(source)], check=True)
+    done = subprocess.run([str(binary)], capture_output=True, text=True)
+    every_scale = 2 * 252 * 2**23  # both signs, exponent fields 1 … 252, every significand
+    assert done.returncode == 0 and done.stdout.startswith(f"checked {every_scale} float32 values") and ": 0 differ" in done.stdout, (
+        done.stdout
+    )

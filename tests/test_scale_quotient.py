@@ -62,3 +62,20 @@ def test_the_ue8m0_reciprocal_by_subtraction_is_exact_over_every_scale(fp8):
         assert quant_fp8.POWER_OF_TWO_RECIPROCAL - _bits(2.0**e) == _bits(2.0**-e)
     for beyond in (2.0**-127, 2.0**127):  # a subnormal scale; one whose reciprocal is subnormal
         assert quant_fp8.POWER_OF_TWO_RECIPROCAL - _bits(beyond) != _bits(1.0 / beyond)
+
+
+def _float32(value: float) -> float:
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+@pytest.mark.parametrize("fp8", sorted(FP8_MAX))
+def test_every_fp32_scale_lies_where_the_written_out_reciprocal_is_frcp_rn(fp8):
+    """quant_fp8._reciprocal writes out __frcp_rn's fast path, which is the whole call only for |x| in
+    RECIPROCAL_FAST_PATH: the smallest scale (the lowest floor's) and the largest (float32's largest amax's) lie in
+    it. tests/rcp_exhaustive.cu checks the path's bits against __frcp_rn's over that range on a GPU
+    (test_gpu_edge_cases)."""
+    low, high = quant_fp8.RECIPROCAL_FAST_PATH
+    fp8_max = FP8_MAX[fp8]
+    smallest = _float32(quant_fp8.AMAX_FLOOR_MIN[fp8] / fp8_max)
+    largest = _float32(struct.unpack("f", struct.pack("I", 0x7F7FFFFF))[0] / fp8_max)
+    assert low <= smallest and largest < high

@@ -307,14 +307,32 @@ def _scale_expr(params: dict, amax: str) -> str:
 # launch bound's registers, and scheduled without the slow path's call ptxas spilled two of them (28 and
 # 40 bytes, 9 % and 21 % slower).
 POWER_OF_TWO_RECIPROCAL = 0x7F000000
+# __frcp_rn, the correctly rounded 1/x (torch's 1.0 / t on a tensor gives the same bits), is MUFU.RCP and one
+# Newton step, x·r − 1 and r − r·(x·r − 1) by two fmas, behind a test of x's exponent that branches to a slow
+# path for x outside RECIPROCAL_FAST_PATH (its SASS on sm_90a). An fp32 scale lies in [2^-126, 2^121): the
+# floor keeps it normal (AMAX_FLOOR_MIN) and float32's largest amax ÷ 448 is under 2^120. There the fast path
+# is the whole call, so the program writes it out — the same bits, which tests/rcp_exhaustive.cu checks on
+# every float32 of that range on the GPU (test_gpu_edge_cases) — and ptxas no longer brackets each group's
+# reciprocal in a branch and a reconvergence region it does not schedule across: a thread's reciprocals
+# overlap (fp32 LayerNorm → RoPE → FP8 7168 on 128 threads: 14 groups a thread, 14 calls a row, each in a
+# region of its own).
+RECIPROCAL_FAST_PATH = (FLOAT32_MIN_NORMAL, 2.0**126)  # |x| where __frcp_rn takes no branch
+REFINED_RECIPROCAL_COMMENT = (
+    "# 1/scale as __frcp_rn rounds it, without its slow-path branch: MUFU.RCP and one Newton step (quant_fp8._reciprocal)"
+)
 
 
-def _reciprocal(params: dict, value: str, tiled: bool) -> str:
+def _reciprocal(params: dict, target: str, value: str, tiled: bool) -> list[str]:
+    """Statements setting `target` to 1 / `value`, a group's scale: __frcp_rn's bits."""
     if params["scale"] == "ue8m0" and not tiled:
-        return f'T.reinterpret({POWER_OF_TWO_RECIPROCAL} - T.reinterpret({value}, "int32"), "float32")'
-    # __frcp_rn is the correctly rounded 1/x whatever the compiler's fast-math setting; torch's 1.0 / t
-    # on a tensor gives the same bits.
-    return f'T.call_extern("float32", "__frcp_rn", {value})'
+        return [f'{target} = T.reinterpret({POWER_OF_TWO_RECIPROCAL} - T.reinterpret({value}, "int32"), "float32")']
+    if tiled:  # as the ue8m0 subtraction: without the call's branch ptxas spilled a reread program's tiles
+        return [f'{target} = T.call_extern("float32", "__frcp_rn", {value})']
+    return [
+        REFINED_RECIPROCAL_COMMENT,
+        f"{target} = T.fast_rcp({value})",
+        f"{target} = T.fma({target}, T.fma(-{value}, {target}, 1.0), {target})",
+    ]
 
 
 ROW_AMAX = ("row_amax", "max", "group_scale")
@@ -368,7 +386,7 @@ def _quantize(stage: Stage, frame: KernelFrame, row_scale: str | None = None) ->
                 f"group_scale[{at}] = T.max({amax}, AMAX_FLOOR)",
                 "# / FP8_MAX, correctly rounded, by two fmas (no division: quant_fp8.quotient_is_exact)",
                 f"group_scale[{at}] = {_scale_expr(p, f'group_scale[{at}]')}",
-                f"inverse_scale[{at}] = {_reciprocal(p, f'group_scale[{at}]', frame.tiled)}",
+                *_reciprocal(p, f"inverse_scale[{at}]", f"group_scale[{at}]", frame.tiled),
             ]
         ),
         frame.loop(("j", frame.columns)),

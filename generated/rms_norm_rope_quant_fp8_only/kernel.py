@@ -152,7 +152,9 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
                 group_scale[0] = T.max(group_scale[0] * rstd[0], AMAX_FLOOR)
                 # / FP8_MAX, correctly rounded, by two fmas (no division: quant_fp8.quotient_is_exact)
                 group_scale[0] = T.fma(T.fma(T.fmul(group_scale[0], FP8_MAX_RECIPROCAL), -FP8_MAX, group_scale[0]), FP8_MAX_RECIPROCAL, T.fmul(group_scale[0], FP8_MAX_RECIPROCAL))
-                inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
+                # 1/scale as __frcp_rn rounds it, without its slow-path branch: MUFU.RCP and one Newton step (quant_fp8._reciprocal)
+                inverse_scale[0] = T.fast_rcp(group_scale[0])
+                inverse_scale[0] = T.fma(inverse_scale[0], T.fma(-group_scale[0], inverse_scale[0], 1.0), inverse_scale[0])
                 for j in T.Parallel(HIDDEN):
                     quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
                 T.copy(quantized, Q[block, 0])
@@ -168,7 +170,9 @@ def fused_program(threads: int, vector: int, joint_reduction: bool):
                 group_scale[0] = T.max(group_scale[0], AMAX_FLOOR)
                 # / FP8_MAX, correctly rounded, by two fmas (no division: quant_fp8.quotient_is_exact)
                 group_scale[0] = T.fma(T.fma(T.fmul(group_scale[0], FP8_MAX_RECIPROCAL), -FP8_MAX, group_scale[0]), FP8_MAX_RECIPROCAL, T.fmul(group_scale[0], FP8_MAX_RECIPROCAL))
-                inverse_scale[0] = T.call_extern("float32", "__frcp_rn", group_scale[0])
+                # 1/scale as __frcp_rn rounds it, without its slow-path branch: MUFU.RCP and one Newton step (quant_fp8._reciprocal)
+                inverse_scale[0] = T.fast_rcp(group_scale[0])
+                inverse_scale[0] = T.fma(inverse_scale[0], T.fma(-group_scale[0], inverse_scale[0], 1.0), inverse_scale[0])
                 for j in T.Parallel(HIDDEN):
                     quantized[j] = T.cast(row[j] * inverse_scale[0], "float8_e4m3fn")
                 T.copy(quantized, Q[block, 0])

@@ -8,6 +8,7 @@
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
+#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -168,7 +169,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
   }
   group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
   group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
-  inverse_scale[0] = __frcp_rn(group_scale[0]);
+  inverse_scale[0] = tl::fast_rcp(group_scale[0]);
+  inverse_scale[0] = __fmaf_rn(inverse_scale[0], __fmaf_rn((group_scale[0] * -0x1p+0f/*-1.000000e+00*/), inverse_scale[0], 0x1p+0f/*1.000000e+00*/), inverse_scale[0]);
   #pragma unroll
   for (int i_9 = 0; i_9 < 4; ++i_9) {
     fp8_e4_4_t __8;
@@ -200,6 +202,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) rms_norm_rope_quant_fused_k
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
+#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -355,7 +358,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) rms_norm_rope_quant_fused_k
   }
   group_scale[0] = max(group_scale[0], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
   group_scale[0] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[0]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[0], 0x1.24924ap-9f/*2.232143e-03*/));
-  inverse_scale[0] = __frcp_rn(group_scale[0]);
+  inverse_scale[0] = tl::fast_rcp(group_scale[0]);
+  inverse_scale[0] = __fmaf_rn(inverse_scale[0], __fmaf_rn((group_scale[0] * -0x1p+0f/*-1.000000e+00*/), inverse_scale[0], 0x1p+0f/*1.000000e+00*/), inverse_scale[0]);
   #pragma unroll
   for (int i_8 = 0; i_8 < 8; ++i_8) {
     fp8_e4_4_t __8;

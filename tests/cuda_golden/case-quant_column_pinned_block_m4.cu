@@ -8,6 +8,7 @@
 #undef alignas
 #define alignas _tl_orig_alignas
 #endif
+#include <tl_templates/cuda/math.h>
 #include <tl_templates/cuda/cuda_fp8.h>
 #include <math_constants.h>
 #include <tl_templates/cuda/reduce.h>
@@ -77,7 +78,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) quant_column_pinned_block_m
   for (int i_3 = 0; i_3 < 4; ++i_3) {
     group_scale[i_3] = max(group_scale[i_3], 0x1.b7cdfd9d7bdbbp-34f/*1.000000e-10*/);
     group_scale[i_3] = __fmaf_rn(__fmaf_rn(__fmul_rn(group_scale[i_3], 0x1.24924ap-9f/*2.232143e-03*/), -0x1.cp+8f/*-4.480000e+02*/, group_scale[i_3]), 0x1.24924ap-9f/*2.232143e-03*/, __fmul_rn(group_scale[i_3], 0x1.24924ap-9f/*2.232143e-03*/));
-    inverse_scale[i_3] = __frcp_rn(group_scale[i_3]);
+    inverse_scale[i_3] = tl::fast_rcp(group_scale[i_3]);
+    inverse_scale[i_3] = __fmaf_rn(inverse_scale[i_3], __fmaf_rn((group_scale[i_3] * -0x1p+0f/*-1.000000e+00*/), inverse_scale[i_3], 0x1p+0f/*1.000000e+00*/), inverse_scale[i_3]);
   }
   #pragma unroll
   for (int i_4 = 0; i_4 < 8; ++i_4) {
