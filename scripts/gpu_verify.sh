@@ -5,7 +5,12 @@ set -u
 out=${OUT:-/tmp/fusegen-gpu}
 mkdir -p "$out"
 export FUSEGEN_GPU_REPORT="$out/gpu-report.json"
-python3 -m pytest -m gpu tests generated -q -p no:cacheprovider -n 8 2>&1 | tee "$out/pytest.log" | tail -15
+# Eight workers fit an H200's 141 GiB; on an 80 GiB H100 they ran five of the 16384-token model tests out of memory
+# (session 52: the eight held 5-15 GiB each, 10 on average), so one worker for each 12 GiB of the card, at most eight.
+card_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+workers=$((card_mib / 12288)); workers=$((workers > 8 ? 8 : workers < 1 ? 1 : workers))
+echo "pytest workers: $workers ($card_mib MiB card)"
+python3 -m pytest -m gpu tests generated -q -p no:cacheprovider -n "$workers" 2>&1 | tee "$out/pytest.log" | tail -15
 unset FUSEGEN_GPU_REPORT
 compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/gpu_memcheck.py > "$out/memcheck.log" 2>&1
 echo "memcheck exit $?" | tee -a "$out/memcheck.log"
