@@ -163,8 +163,8 @@ def _check_route(plan: Plan, route: Route, source: str) -> list[Check]:
         passes = statistic_passes(KernelSpec.model_validate(plan.spec))
         checks.append(tile_loops(source, s.tiles, s.tiles_held, passes))
     # The per-token side inputs' rows a prologue stages (not an output staged on its way out: column-major scales)
-    staged_rows = [staged_buffer(t.param) for t in staged_inputs(route.stages) if t.per_token_row]
-    staged_rows = [b.name for b in route.scratch if b.scope == "shared" and b.name in staged_rows]
+    per_token_rows = {staged_buffer(t.param) for t in staged_inputs(route.stages) if t.per_token_row}
+    staged_rows = [b.name for b in route.scratch if b.scope == "shared" and b.name in per_token_rows]
     if staged_rows and s.variant != "stream":
         checks.append(staged_rows_on_every_thread(source, staged_rows))
     for stage in route.stages:

@@ -282,9 +282,10 @@ def _row_schedule(
         why = f"closest to the {TARGET_ELEMS_PER_THREAD} per thread that keeps several loads in flight without crowding registers"
     # Where the block's rows share the threads, a thread holds each of them: a row's vectors, block_m times over.
     rows_held = f", {per_thread // vector} for the block's {block_m} rows" if shared_threads and block_m > 1 else ""
+    row_vectors = (per_thread // block_m if rows_held else per_thread) // vector
     reasons = [
         f"{threads} threads × {vector}-element vectors ({vector * elem} B) cover the {'part' if row_split > 1 else 'row'} in "
-        f"{per_thread // (block_m if rows_held else 1) // vector} vector(s) per thread{rows_held} ({per_thread} fp32 values), {why}",
+        f"{row_vectors} vector(s) per thread{rows_held} ({per_thread} fp32 values), {why}",
     ]
     if row_split > 1:
         reasons.append(
@@ -298,7 +299,7 @@ def _row_schedule(
             "exchange for all the rows (as the rows_share_threads hint asks)"
         )
     elif block_m > 1:
-        row_threads = threads // own_rows
+        row_threads = threads // block_m
         own = (
             f"{row_threads} lanes of a warp, {WARP_THREADS // row_threads} rows a warp"
             if row_threads < WARP_THREADS

@@ -317,9 +317,6 @@ POWER_OF_TWO_RECIPROCAL = 0x7F000000
 # overlap (fp32 LayerNorm → RoPE → FP8 7168 on 128 threads: 14 groups a thread, 14 calls a row, each in a
 # region of its own).
 RECIPROCAL_FAST_PATH = (FLOAT32_MIN_NORMAL, 2.0**126)  # |x| where __frcp_rn takes no branch
-REFINED_RECIPROCAL_COMMENT = (
-    "# 1/scale as __frcp_rn rounds it, without its slow-path branch: MUFU.RCP and one Newton step (quant_fp8._reciprocal)"
-)
 
 
 def _reciprocal(params: dict, target: str, value: str, tiled: bool) -> list[str]:
@@ -329,7 +326,7 @@ def _reciprocal(params: dict, target: str, value: str, tiled: bool) -> list[str]
     if tiled:  # as the ue8m0 subtraction: without the call's branch ptxas spilled a reread program's tiles
         return [f'{target} = T.call_extern("float32", "__frcp_rn", {value})']
     return [
-        REFINED_RECIPROCAL_COMMENT,
+        "# 1/scale as __frcp_rn rounds it, without its slow-path branch: MUFU.RCP and one Newton step (quant_fp8._reciprocal)",
         f"{target} = T.fast_rcp({value})",
         f"{target} = T.fma({target}, T.fma(-{value}, {target}, 1.0), {target})",
     ]
