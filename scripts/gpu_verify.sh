@@ -7,6 +7,8 @@ mkdir -p "$out"
 export FUSEGEN_GPU_REPORT="$out/gpu-report.json"
 # Eight workers fit an H200's 141 GiB; on an 80 GiB H100 they ran five of the 16384-token model tests out of memory
 # (session 52: the eight held 5-15 GiB each, 10 on average), so one worker for each 12 GiB of the card, at most eight.
+# Six on the H100 still left two tests without memory for a cuBLAS handle (session 53); since then every GPU test
+# hands its worker's cached memory back when it ends (conftest.py).
 card_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 workers=$((card_mib / 12288)); workers=$((workers > 8 ? 8 : workers < 1 ? 1 : workers))
 echo "pytest workers: $workers ($card_mib MiB card)"
