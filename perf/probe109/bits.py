@@ -6,6 +6,7 @@ NAME_r1 was built (perf/probe110's draws), each NAME_rR against NAME itself.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ def outputs(module, inputs) -> list[torch.Tensor]:
 def main(kernels: Path) -> None:
     for planner in sorted(p for p in kernels.iterdir() if (p / "plan.json").is_file() and not re.search(r"_r\d$", p.name)):
         module = import_package(planner, f"_bits_{planner.name}")
-        tokens = sweep_tokens(module.HIDDEN)
+        tokens = sweep_tokens(json.loads((planner / "plan.json").read_text())["hidden"])
         inputs = random_inputs(module, tokens, torch.Generator().manual_seed(tokens))
         one = base = outputs(module, inputs)
         against = "the planner's program"
