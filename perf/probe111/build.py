@@ -7,19 +7,19 @@ threshold (at most four fragment blocks an SM) was fitted on the planner's regis
 before compiling raised a fragment program's launch bound wherever ptxas meets it without spilling
 (schedule.ptxas_bound_trials): those three fragment programs hold 6-7 blocks an SM, the estimate said 4. A rule
 fitted to three rows needs rows it was not fitted to: these are fresh draws (random_hunt's, unhinted, half at
-model widths) whose planner program at the sweep count is such a stream, each built untuned as NAME and as
-NAME_frag, the same spec hinting variant "fragment".
+model widths) whose planner program at the sweep count is such a stream, and the sweep's specs whose program is,
+each built untuned as NAME and as NAME_frag, the same spec hinting variant "fragment".
 
     .venv/bin/python perf/probe111/build.py SEED COUNT     # specs/ and kernels/time/kernels (CPU)
 
-On the device: `python3 perf/proto/probe_time.py perf/probe111/kernels/time/kernels OUT.json 3`; then
-`python perf/probe111/pairs.py OUT.json`."""
+On the device: `bash perf/probe111/call.sh` (README.md)."""
 
 from __future__ import annotations
 
 import random
 import shutil
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,19 +53,26 @@ def main(seed: int, count: int) -> None:
     for drawn, _ in random_hunt.planned_draws(random.Random(seed), 0.0, random_hunt.MODEL_WIDTHS):
         if "tokens" in drawn:  # a pinned count is timed only there, not at the sweep count
             continue
-        spec = dict(drawn, name=f"s111_{seed}_{kept:02d}")
-        if not streamed(spec):
-            continue
-        fragment = dict(spec, name=f"{spec['name']}_frag", schedule={"variant": "fragment"})
-        if planned(fragment) is None:
-            continue
-        for written in (spec, fragment):
-            (specs / f"{written['name']}.toml").write_text(dump(written))
-        print(f"{spec['name']}: {spec['dtype']} {spec['hidden']} {' → '.join(op['kind'] for op in spec['op'])}", flush=True)
-        kept += 1
-        if kept == count:
-            break
+        if written_pair(dict(drawn, name=f"s111_{seed}_{kept:02d}"), specs):
+            kept += 1
+            if kept == count:
+                break
+    for path in sorted((ROOT / "perf" / "sweep").glob("*.toml")):
+        written_pair(tomllib.loads(path.read_text()), specs)
     build(specs, HERE / "kernels" / "time" / "kernels")
+
+
+def written_pair(spec: dict, specs: Path) -> bool:
+    """Writes the spec and its NAME_frag into `specs` where the planner streams it at its sweep count."""
+    if not streamed(spec):
+        return False
+    fragment = dict(spec, name=f"{spec['name']}_frag", schedule={"variant": "fragment"})
+    if planned(fragment) is None:
+        return False
+    for written in (spec, fragment):
+        (specs / f"{written['name']}.toml").write_text(dump(written))
+    print(f"{spec['name']}: {spec['dtype']} {spec['hidden']} {' → '.join(op['kind'] for op in spec['op'])}", flush=True)
+    return True
 
 
 if __name__ == "__main__":
