@@ -219,26 +219,22 @@ class KernelFrame:
 
     def load_row(self, param: str, fragment: str) -> list[str]:
         """The block's rows of a (tokens, hidden) input into a fragment of the row's shape, from the first
-        column of the block's part; padding columns 0 (split_padding)."""
+        column of the block's part: a T.copy, or a loop with padding columns 0 where the block holds a padded
+        part of a split row (split_padding) or its rows share their threads."""
+        if not (self.split_padding or self.layout.shared_threads):
+            return [f"T.copy({param}[{self.token('0')}, {self.in_part('0', self.layout.hidden)}], {fragment})"]
+        token = self.token()
         if self.layout.shared_threads:
             # A block row past the last token reads the last token's row, whose results it never stores: a
             # thread's loads of its R rows then carry no guard that differs from row to row, and ptxas issues
             # them back to back. Guarded (such rows read as zeros), it issued each vector after the previous
             # one's conversion (perf/probe109: bf16 LayerNorm → FP8 2880 on 2 rows a block ran 0.52 × copy).
-            token = f"T.min({self.token('i')}, {self.tokens} - 1)"
-            dtype = string_literal(self.planned(fragment).dtype)
-            load = f"T.cast({param}[{token}, {self.in_part('j', self.layout.hidden)}], {dtype})"
-            if self.layout.pads_columns:
-                load = f"T.if_then_else(j < {self.width}, {load}, T.cast(0, {dtype}))"
-            return [f"for i, j in T.Parallel({self.bm}, {self.columns}):", f"    {fragment}[i, j] = {load}"]
-        if not self.split_padding:
-            return [f"T.copy({param}[{self.token('0')}, {self.in_part('0', self.layout.hidden)}], {fragment})"]
+            token = f"T.min({token}, {self.tokens} - 1)"
         dtype = string_literal(self.planned(fragment).dtype)
-        load = f"T.cast({param}[{self.token('0')}, {self.in_part('j', self.layout.hidden)}], {dtype})"
-        return [
-            f"for j in T.Parallel({self.columns}):",
-            f"    {fragment}[j] = T.if_then_else(j < {self.width}, {load}, T.cast(0, {dtype}))",
-        ]
+        load = f"T.cast({param}[{token}, {self.in_part('j', self.layout.hidden)}], {dtype})"
+        if self.layout.pads_columns:
+            load = f"T.if_then_else(j < {self.width}, {load}, T.cast(0, {dtype}))"
+        return [self.loop(("j", self.columns)), f"    {fragment}[{self.at('j')}] = {load}"]
 
     def store_row(self, fragment: str, param: str, per_part: int | None = None) -> list[str]:
         """Stores a fragment of the row's shape into the block's rows of a (tokens, N) output, N a row's
