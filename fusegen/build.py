@@ -29,9 +29,9 @@ from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
 from .errors import ChainError, SpecError, UsageError
 from .locate import line_of
-from .model import Plan, Route
-from .plan import PLANNER_ORIGIN, CompiledBound, plan
-from .schedule import ptxas_bound_trials
+from .model import FragmentOverStream, Plan, Route
+from .plan import PLANNER_ORIGIN, CompiledBound, over_stream_trial, plan
+from .schedule import fragment_over_stream_blocks, ptxas_bound_trials
 from .spec import KernelSpec, load_spec, unreadable_reason
 from .strict import Strict
 from .tuning import TUNING_FILE, UNTUNED, Tuning
@@ -162,10 +162,15 @@ def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], N
         p = built[index].plan
         built[index] = _written(_bounded(p, bounds), staging)
         notify(f"bounded {p.name}: " + ", ".join(f"{b.blocks} blocks per SM from {b.first_tokens} tokens" for b in bounds))
-    if bounded:
+    kept = _fragments_over_streams([b.plan for b in built], staging / TRIALS, jobs, verbose)
+    for index, p in kept.items():
+        built[index] = _written(p, staging)
+        notify(f"kept the fragment program of {p.name} over the stream: {p.fragment_over_stream.blocks} blocks per SM compiled")
+    rewritten = sorted(set(bounded) | set(kept))
+    if rewritten:
         # The trials compiled these programs already: TileLang's disk cache serves them.
-        again = _compile_all([str(staging / built[i].plan.name / "kernel.py") for i in bounded], jobs, verbose, lambda index: None)
-        for index, compiled_programs in zip(bounded, again):
+        again = _compile_all([str(staging / built[i].plan.name / "kernel.py") for i in rewritten], jobs, verbose, lambda index: None)
+        for index, compiled_programs in zip(rewritten, again):
             programs[index] = compiled_programs
     for b, compiled_programs in zip(built, programs):
         kernel_sources = [source for source, _ in compiled_programs]
@@ -188,7 +193,44 @@ def _written(p: Plan, staging: Path) -> BuiltKernel:
 
 def _bounded(p: Plan, bounds: tuple[CompiledBound, ...]) -> Plan:
     """The planner's plan `p` (untuned: its routes are the planner's own) again, under `bounds`."""
-    return plan(KernelSpec.model_validate(p.spec), p.spec_file, (), bounds)
+    return plan(KernelSpec.model_validate(p.spec), p.spec_file, (), bounds, p.fragment_over_stream)
+
+
+def _fragments_over_streams(plans: list[Plan], trials: Path, jobs: int, verbose: bool) -> dict[int, Plan]:
+    """By kernel index, the plans whose route of many tokens keeps the fragment program wide_stream's stream
+    replaced: each such kernel planned with the stream declined (plan.over_stream_trial), compiled, its launch
+    bounds tried as the build tries the planner's (_ptxas_bounds), and kept where ptxas holds more of it an SM
+    than the stream was measured against (schedule.fragment_over_stream_blocks)."""
+    declined = {index: trial for index, p in enumerate(plans) if (trial := over_stream_trial(p)) is not None}
+    if not declined:
+        return {}
+    trial_plans = list(declined.values())
+    compiled = _compiled_trials(trial_plans, trials / "declined", jobs, verbose)
+    bounds = _ptxas_bounds(trial_plans, compiled, trials / "bounds", jobs, verbose)
+    bounded = {number: _bounded(trial_plans[number], found) for number, found in bounds.items()}
+    for number, programs in zip(bounded, _compiled_trials(list(bounded.values()), trials / "bounded", jobs, verbose)):
+        compiled[number] = programs
+    kept = {}
+    for number, index in enumerate(declined):
+        candidate = bounded.get(number, trial_plans[number])
+        many = next(n for n, served in enumerate(candidate.programs) if candidate.primary in served)
+        resources = compiled[number][many][1] if compiled[number] else None
+        blocks = resources and fragment_over_stream_blocks(candidate.schedule, resources.registers, resources.stack_bytes)
+        if blocks:
+            over_stream = FragmentOverStream(blocks, resources.registers)
+            kept[index] = plan(KernelSpec.model_validate(candidate.spec), candidate.spec_file, (), bounds.get(number, ()), over_stream)
+    shutil.rmtree(trials, ignore_errors=True)
+    return kept
+
+
+def _compiled_trials(attempts: list[Plan], trials: Path, jobs: int, verbose: bool) -> list[list[tuple[str, Resources | None]]]:
+    """The compiled programs of each plan in `attempts`, written under `trials` (an empty list for one
+    TileLang could not compile)."""
+    directories = [trials / str(number) for number in range(len(attempts))]
+    for directory, attempt in zip(directories, attempts):
+        _written(attempt, directory)
+    paths = [str(d / attempt.name / "kernel.py") for d, attempt in zip(directories, attempts)]
+    return _compile_all(paths, jobs, verbose, lambda index: None, tolerant=True)
 
 
 def _ptxas_bounds(
@@ -200,7 +242,7 @@ def _ptxas_bounds(
     Kernels with a tuned route keep what was measured."""
     wanted: dict[int, list[tuple[Route, Resources, tuple[int, ...]]]] = {}
     for index, (p, compiled) in enumerate(zip(plans, programs)):
-        if any(route.origin != PLANNER_ORIGIN for route in p.routes):
+        if not compiled or any(route.origin != PLANNER_ORIGIN for route in p.routes):  # a trial TileLang could not compile
             continue
         spec = KernelSpec.model_validate(p.spec)
         for number, served in enumerate(p.programs):
@@ -214,16 +256,7 @@ def _ptxas_bounds(
         for step in range(max(len(counts) for _, _, counts in routes)):
             bounds = tuple(CompiledBound(route.first_tokens, counts[step], 0, 0) for route, _, counts in routes if step < len(counts))
             attempts.append((index, _bounded(p, bounds)))
-    directories = [trials / str(number) for number in range(len(attempts))]
-    for directory, (_, attempt) in zip(directories, attempts):
-        _written(attempt, directory)
-    compiled_attempts = _compile_all(
-        [str(d / attempt.name / "kernel.py") for d, (_, attempt) in zip(directories, attempts)],
-        jobs,
-        verbose,
-        lambda index: None,
-        tolerant=True,
-    )
+    compiled_attempts = _compiled_trials([attempt for _, attempt in attempts], trials, jobs, verbose)
     found: dict[int, dict[int, CompiledBound]] = {}
     for (index, attempt), compiled in zip(attempts, compiled_attempts):
         planned = {route.first_tokens: resources for route, resources, _ in wanted[index]}

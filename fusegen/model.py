@@ -474,6 +474,16 @@ class Route(TokenRange):
 
 
 @dataclass(frozen=True)
+class FragmentOverStream:
+    """The route of many tokens planned with wide_stream's stream declined: the fragment program it replaced, as
+    variant "fragment" plans it. `blocks` an SM at `registers` a thread is what ptxas compiled it to, which
+    kept it (schedule.fragment_over_stream_blocks); both None while the build compiles it to weigh."""
+
+    blocks: int | None = None
+    registers: int | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     identity: str  # name + content hash: cache key, directory, test id
@@ -492,6 +502,9 @@ class Plan:
     # The kernel, its joint-reduction body and the reference all store it there.
     y_before: int | None
     spec: dict  # the validated spec, canonical JSON form (variants for tests are derived from it)
+    # Where `fusegen build` kept the fragment program wide_stream's stream replaced on the route of many tokens
+    # (build._fragments_over_streams); None where the planner's rules stand.
+    fragment_over_stream: FragmentOverStream | None = None
 
     @property
     def primary(self) -> Route:

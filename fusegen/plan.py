@@ -13,6 +13,7 @@ from .model import (
     DTYPE_BYTES,
     Dim,
     Extent,
+    FragmentOverStream,
     Layout,
     Ledger,
     LedgerLine,
@@ -35,6 +36,7 @@ from .schedule import (
     FINE_SPLIT_TOKENS,
     STREAM_MIN_TOKENS,
     WAVE_TOKENS,
+    WIDE_STREAM_MAX_FRAGMENT_BLOCKS,
     choose_schedule,
     few_token_split,
     few_token_threads,
@@ -48,6 +50,7 @@ from .schedule import (
     wave_threads,
     wide_reread,
     wide_stream,
+    wide_streamed,
     with_held_tiles,
     with_joint_reduction,
     with_pinned_side_inputs,
@@ -468,10 +471,17 @@ def _compiled_bound(route: Route, bounds: tuple[CompiledBound, ...]) -> Route:
     return replace(route, schedule=replace(s, blocks_per_sm=bound.blocks, reasons=s.reasons + (why,)))
 
 
-def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = (), bounds: tuple[CompiledBound, ...] = ()) -> Plan:
+def plan(
+    spec: KernelSpec,
+    spec_file: str,
+    tuned: tuple[TunedRoute, ...] = (),
+    bounds: tuple[CompiledBound, ...] = (),
+    over_stream: FragmentOverStream | None = None,
+) -> Plan:
     """`tuned`: measured winners by token range (tuning.py); without them one route serves every count.
-    `bounds`: the launch bounds the build found by compiling the planner's routes (CompiledBound); the
-    kernel's identity does not change with them, as they follow from the spec and the compiler."""
+    `bounds`: the launch bounds the build found by compiling the planner's routes (CompiledBound);
+    `over_stream`: the build's fragment program in place of wide_stream's stream (FragmentOverStream). The
+    kernel's identity does not change with either, as they follow from the spec and the compiler."""
     if spec.tokens is not None:
         tuned = tuple(replace(r, first_tokens=1, last_tokens=None) for r in tuned if r.serves(spec.tokens))
     routes = None
@@ -485,7 +495,9 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = (), b
                 raise
             tuned = ()
     if routes is None:
-        routes = tuple(_compiled_bound(route, bounds) for route in _planner_routes(spec))
+        routes = tuple(_compiled_bound(route, bounds) for route in _planner_routes(spec if over_stream is None else _fragment_hinted(spec)))
+        if over_stream is not None:
+            routes = routes[:-1] + (_kept_over_stream(routes[-1], over_stream),)
     stages = routes[-1].stages
     row_dims = (Dim(tokens=True), Dim(size=spec.hidden))
     x = Tensor("X", "x", spec.dtype, row_dims, "input", "activations, one row per token")
@@ -506,7 +518,34 @@ def plan(spec: KernelSpec, spec_file: str, tuned: tuple[TunedRoute, ...] = (), b
         writes_y=spec.writes_y,
         y_before=_y_position(stages) if spec.writes_y else None,
         spec=spec.model_dump(mode="json"),
+        fragment_over_stream=over_stream,
     )
+
+
+def _fragment_hinted(spec: KernelSpec) -> KernelSpec:
+    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment"})})
+
+
+def _kept_over_stream(route: Route, over_stream: FragmentOverStream) -> Route:
+    if over_stream.blocks is None:
+        why = "variant auto → fragment in place of wide_stream's stream, for the build to compile and weigh"
+    else:
+        why = (
+            f"variant auto → fragment, not wide_stream's stream, by compiling it: ptxas gave a thread {over_stream.registers} registers, "
+            f"which keep {over_stream.blocks} blocks an SM, more than the {WIDE_STREAM_MAX_FRAGMENT_BLOCKS} the stream was measured "
+            "against (schedule.fragment_over_stream_blocks)"
+        )
+    s = route.schedule
+    return replace(route, schedule=replace(s, reasons=s.reasons + (why,)))
+
+
+def over_stream_trial(p: Plan) -> Plan | None:
+    """`p`'s kernel planned with wide_stream's stream declined on its route of many tokens, for the build to
+    compile and weigh (FragmentOverStream); None where that route is not such a stream or `p` is tuned."""
+    spec = KernelSpec.model_validate(p.spec)
+    if p.fragment_over_stream is not None or any(r.origin != PLANNER_ORIGIN for r in p.routes) or not wide_streamed(spec, p.schedule):
+        return None
+    return plan(spec, p.spec_file, over_stream=FragmentOverStream())
 
 
 def _y_position(stages: tuple[Stage, ...]) -> int:
@@ -525,6 +564,8 @@ def plan_as_dict(p: Plan) -> dict:
         for added, before in (("row_split", 1), ("tiles", 1), ("tiles_held", False), ("ring_in_registers", False)):
             if route["schedule"][added] == before:
                 del route["schedule"][added]
+    if p.fragment_over_stream is None:
+        del data["fragment_over_stream"]
     m = p.ledger_tokens
     fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
     data["ledger"]["at_tokens"] = {

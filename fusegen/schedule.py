@@ -1667,6 +1667,34 @@ def _sized_stream(spec: KernelSpec, streamed: Schedule, side_inputs: tuple[Tenso
         return None
 
 
+def wide_streamed(spec: KernelSpec, schedule: Schedule) -> bool:
+    """Whether `schedule`, the planner's for `spec`'s route of many tokens, is wide_stream's stream: variant
+    "auto" streaming a row longer than the short rows _stream_by_default streams."""
+    return spec.schedule.variant == "auto" and schedule.variant == "stream" and spec.hidden * DTYPE_BYTES[spec.dtype] > STREAM_MAX_ROW_BYTES
+
+
+# wide_stream counts the fragment program's blocks from the planner's register estimate, as it was fitted
+# (above); ptxas, under the bound it meets (ptxas_bound_trials), often gives it more. Timed against the streams
+# they replaced, fragment programs an SM holds more of as compiled won: on the H200, 16-bit LayerNorm →
+# per-token FP8 at 5120, 6144 and 7168 columns, six or seven blocks compiled where the estimate said four, 1.14–1.22 ×
+# (perf/probe109, 0.773 → 0.939 × copy at 5120); on the H100 (perf/probe111: 24 fresh streamed draws, the
+# sweep's two streams) the eight holding five to eight blocks compiled 1.018–1.182 ×, 1.072 × in geometric mean,
+# none slower. So `fusegen build` compiles the fragment program a wide_stream stream replaced (variant
+# "fragment" planned the same: the other rules and bounds still apply) and keeps it where an SM holds more than
+# WIDE_STREAM_MAX_FRAGMENT_BLOCKS of it without a spill the build would relax. On that H100 the fragment program
+# won at two to four compiled blocks as well (18 pairs, 3–14 %, and 1.38 and 2.28 × on two of 512 threads), where
+# the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe111's README).
+def fragment_over_stream_blocks(schedule: Schedule, registers: int, stack_bytes: int) -> int | None:
+    """Blocks an SM holds of the fragment program `schedule` that wide_stream's stream replaced, as ptxas
+    compiled it (`registers` a thread, a `stack_bytes` frame), where that is more than
+    WIDE_STREAM_MAX_FRAGMENT_BLOCKS without a spill of PTXAS_SPILL_RELAX_BYTES or more: the build keeps it
+    over the stream; None where the stream stays."""
+    if schedule.variant != "fragment" or stack_bytes >= PTXAS_SPILL_RELAX_BYTES:
+        return None
+    held = max(schedule.blocks_per_sm or 1, resident_blocks(registers, schedule.threads))
+    return held if held > WIDE_STREAM_MAX_FRAGMENT_BLOCKS else None
+
+
 # A row that gathers a table row at the token's position (RoPE's cache) waits on two loads in turn before it
 # can rotate, besides its barriers. Fewer threads holding more of its values each keep more rows in flight
 # an SM to cover those waits: timed on the H200 (perf/probe27, 16384 tokens, the fragment program on the
