@@ -113,7 +113,10 @@ def test_the_build_keeps_the_fragment_program_and_says_why(tmp_path):
     assert f"kept the fragment program of {streamed.name} over the stream: {blocks} blocks per SM compiled" in heard
     assert [r.schedule.variant for r in kept.plan.routes] == ["fragment"]
     (resources,) = kept.resources
-    assert resources.stack_bytes < PTXAS_SPILL_RELAX_BYTES and fragment_over_stream_blocks(kept.plan.schedule, resources.registers, 0) == blocks
+    assert (
+        resources.stack_bytes < PTXAS_SPILL_RELAX_BYTES
+        and fragment_over_stream_blocks(kept.plan.schedule, resources.registers, 0) == blocks
+    )
     data = json.loads(kept.files["plan.json"])
     assert data["fragment_over_stream"] == {"blocks": blocks, "registers": resources.registers}
     assert data["identity"] == streamed.identity
