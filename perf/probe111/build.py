@@ -10,9 +10,10 @@ fitted to three rows needs rows it was not fitted to: these are fresh draws (ran
 model widths) whose planner program at the sweep count is such a stream, and the sweep's specs whose program is,
 each built untuned as NAME and as NAME_frag, the same spec hinting variant "fragment".
 
-    .venv/bin/python perf/probe111/build.py SEED COUNT     # specs/ and kernels/time/kernels (CPU)
+    .venv/bin/python perf/probe111/build.py SEED COUNT [PROBE]   # PROBE/specs, PROBE/kernels/time/kernels (CPU)
 
-On the device: `bash perf/probe111/call.sh` (README.md)."""
+PROBE defaults to this directory; its name gives the specs' prefix (probe111: s111_SEED_NN). On the device:
+`bash perf/probe111/call.sh` (README.md); perf/probe112 draws the same way, built after the build's rule landed."""
 
 from __future__ import annotations
 
@@ -44,22 +45,23 @@ def streamed(spec: dict) -> bool:
     return schedule.variant == "stream" and any(reason.startswith(STREAM_REASON) for reason in schedule.reasons)
 
 
-def main(seed: int, count: int) -> None:
-    specs = HERE / "specs"
+def main(seed: int, count: int, probe: Path = HERE) -> None:
+    specs = probe / "specs"
     shutil.rmtree(specs, ignore_errors=True)
-    shutil.rmtree(HERE / "kernels", ignore_errors=True)
-    specs.mkdir()
+    shutil.rmtree(probe / "kernels", ignore_errors=True)
+    specs.mkdir(parents=True)
+    prefix = probe.name.replace("probe", "s")
     kept = 0
     for drawn, _ in random_hunt.planned_draws(random.Random(seed), 0.0, random_hunt.MODEL_WIDTHS):
         if "tokens" in drawn:  # a pinned count is timed only there, not at the sweep count
             continue
-        if written_pair(dict(drawn, name=f"s111_{seed}_{kept:02d}"), specs):
+        if written_pair(dict(drawn, name=f"{prefix}_{seed}_{kept:02d}"), specs):
             kept += 1
             if kept == count:
                 break
     for path in sorted((ROOT / "perf" / "sweep").glob("*.toml")):
         written_pair(tomllib.loads(path.read_text()), specs)
-    build(specs, HERE / "kernels" / "time" / "kernels")
+    build(specs, probe / "kernels" / "time" / "kernels")
 
 
 def written_pair(spec: dict, specs: Path) -> bool:
@@ -76,4 +78,4 @@ def written_pair(spec: dict, specs: Path) -> bool:
 
 
 if __name__ == "__main__":
-    main(*map(int, sys.argv[1:3]))
+    main(int(sys.argv[1]), int(sys.argv[2]), *(Path(arg).resolve() for arg in sys.argv[3:4]))
