@@ -1223,8 +1223,8 @@ def wide_reread(
     would take instead (`streamed`) holds at most REREAD_OVER_STREAM_BLOCKS blocks an SM."""
     if spec.schedule.variant != "auto" or spec.schedule.threads != "auto" or spec.schedule.blocks_per_sm != "auto":
         return None
-    if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1:
-        return None
+    if fragment.variant != "fragment" or fragment.block_m != 1 or fragment.row_split != 1 or sector_rows(spec, fragment) is not None:
+        return None  # (several rows a block staging their scales: see wide_stream)
     fragment_blocks = fragment_blocks_per_sm(fragment, side_inputs)
     passes = statistic_passes(spec)
     # perf/probe45's chains: whole rows (no per-head spans), no gathered table
@@ -1602,6 +1602,12 @@ def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) 
     return max(1, min(MAX_BLOCKS_PER_SM, SM_THREADS // schedule.threads, by_registers))
 
 
+# A row whose scales leave in short column-major runs (groups of 8–16 with scale_layout "column") is the
+# fragment program of several rows a block that sector_rows stages them in, neither a stream nor a reread
+# (wide_reread): both store each row's scales alone, one L2 write request a group as one row a block does, which
+# lost 1.1–2.6 × to the staged rows (perf/probe51–52). Streamed, such rows ran 0.31 and 0.70 × copy where the
+# staged fragment program ran 0.72 and 0.96 (perf/probe111 on an H100: bf16 LayerNorm → FP8 g8 7168, fp32
+# LayerNorm → rescale → FP8 g16 3072); perf/probe112 holds four more out.
 def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
     """The row schedule of the stream program variant "auto" takes instead of `fragment` (the planner's
     route of many tokens), or None where the fragment program stays."""
@@ -1618,6 +1624,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         or waits.writes_row
         or blocks > WIDE_STREAM_MAX_FRAGMENT_BLOCKS
         or blocks * row_bytes >= WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT
+        or sector_rows(spec, fragment) is not None
     ):
         return None
     if spec.schedule.prefetch is False and any(t.per_token_row for t in side_inputs):

@@ -375,6 +375,25 @@ SECTOR_ROWS = [
         512,
         id="held out g8 0.33 to 0.53",
     ),
+    # Streamed by schedule.wide_stream before it yielded to these rows (H100, perf/probe111): streamed → staged.
+    pytest.param(
+        [{"kind": "layernorm", "weight": True, "bias": True}, column(8)],
+        "bfloat16",
+        7168,
+        {"head_dim": 256, "outputs": {"y": False, "rstd": True}},
+        4,
+        512,
+        id="was streamed g8 7168 0.31 to 0.72",
+    ),
+    pytest.param(
+        [LN, {"kind": "rescale", "factor": 1.0, "weight": True}, column(16, fp8="e5m2", scale="ue8m0", amax_floor=1e-6)],
+        "float32",
+        3072,
+        NO_Y,
+        4,
+        512,
+        id="was streamed g16 fp32 3072 0.70 to 0.96",
+    ),
 ]
 
 
