@@ -1690,7 +1690,7 @@ def wide_streamed(spec: KernelSpec, schedule: Schedule) -> bool:
 # "fragment" planned the same: the other rules and bounds still apply) and keeps it where an SM holds more than
 # WIDE_STREAM_MAX_FRAGMENT_BLOCKS of it without a spill the build would relax. On that H100 the fragment program
 # won at two to four compiled blocks as well (18 pairs, 3–14 %, and 1.38 and 2.28 × on two of 512 threads), where
-# the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe111's README).
+# the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe112).
 def fragment_over_stream_blocks(schedule: Schedule, registers: int, stack_bytes: int) -> int | None:
     """Blocks an SM holds of the fragment program `schedule` that wide_stream's stream replaced, as ptxas
     compiled it (`registers` a thread, a `stack_bytes` frame), where that is more than
