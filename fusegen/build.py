@@ -157,15 +157,18 @@ def stage(plans: list[Plan], staging: Path, jobs: int, notify: Callable[[str], N
         notify(f"compiled {built[index].plan.name} ({done}/{len(built)})")
 
     programs = _compile_all([str(staging / b.plan.name / "kernel.py") for b in built], jobs, verbose, compiled)
-    bounded = _ptxas_bounds([b.plan for b in built], programs, staging / TRIALS, jobs, verbose)
+    kept = _fragments_over_streams(plans, staging / TRIALS, jobs, verbose)
+    for index, p in kept.items():
+        built[index] = _written(p, staging)
+        notify(f"kept the fragment program of {p.name} over the stream: {p.fragment_over_stream.blocks} blocks per SM compiled")
+    # A kept plan's bounds were tried with it; the others' programs are the ones compiled above.
+    others = [index for index in range(len(built)) if index not in kept]
+    found = _ptxas_bounds([plans[i] for i in others], [programs[i] for i in others], staging / TRIALS, jobs, verbose)
+    bounded = {others[number]: bounds for number, bounds in found.items()}
     for index, bounds in bounded.items():
         p = built[index].plan
         built[index] = _written(_bounded(p, bounds), staging)
         notify(f"bounded {p.name}: " + ", ".join(f"{b.blocks} blocks per SM from {b.first_tokens} tokens" for b in bounds))
-    kept = _fragments_over_streams([b.plan for b in built], staging / TRIALS, jobs, verbose)
-    for index, p in kept.items():
-        built[index] = _written(p, staging)
-        notify(f"kept the fragment program of {p.name} over the stream: {p.fragment_over_stream.blocks} blocks per SM compiled")
     rewritten = sorted(set(bounded) | set(kept))
     if rewritten:
         # The trials compiled these programs already: TileLang's disk cache serves them.

@@ -543,7 +543,7 @@ def over_stream_trial(p: Plan) -> Plan | None:
     """`p`'s kernel planned with wide_stream's stream declined on its route of many tokens, for the build to
     compile and weigh (FragmentOverStream); None where that route is not such a stream or `p` is tuned."""
     spec = KernelSpec.model_validate(p.spec)
-    if p.fragment_over_stream is not None or any(r.origin != PLANNER_ORIGIN for r in p.routes) or not wide_streamed(spec, p.schedule):
+    if any(r.origin != PLANNER_ORIGIN for r in p.routes) or not wide_streamed(spec, p.schedule):
         return None
     return plan(spec, p.spec_file, over_stream=FragmentOverStream())
 
