@@ -1635,7 +1635,9 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
     why = (
         f"variant auto → stream: the fragment program would keep ~{blocks} block(s) of this {row_bytes}-byte row an SM "
         f"({blocks * row_bytes // 1024} KB in flight), each row waiting {waits.barriers} times after its load "
-        "with none of its block's loads in flight, and the kernel writes only FP8"
+        "with none of its block's loads in flight, and the kernel writes only FP8; untuned, the build compiles that "
+        f"fragment program too and keeps it where ptxas holds more than {WIDE_STREAM_MAX_FRAGMENT_BLOCKS} blocks of it an SM "
+        "(fragment_over_stream_blocks)"
     )
     return _taken_stream(spec, replace(row, variant="stream", reasons=row.reasons + (why,)), side_inputs, waits)
 
