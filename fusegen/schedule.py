@@ -1607,7 +1607,7 @@ def fragment_blocks_per_sm(schedule: Schedule, side_inputs: tuple[Tensor, ...]) 
 # (wide_reread): both store each row's scales alone, one L2 write request a group as one row a block does, which
 # lost 1.1–2.6 × to the staged rows (perf/probe51–52). Streamed, such rows ran 0.31 and 0.70 × copy where the
 # staged fragment program ran 0.72 and 0.96 (perf/probe111 on an H100: bf16 LayerNorm → FP8 g8 7168, fp32
-# LayerNorm → rescale → FP8 g16 3072); perf/probe112 holds four more out.
+# LayerNorm → rescale → FP8 g16 3072); held out on four more (perf/probe112, H100), 1.10–1.90 × the stream.
 def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor, ...], waits: RowWaits) -> Schedule | None:
     """The row schedule of the stream program variant "auto" takes instead of `fragment` (the planner's
     route of many tokens), or None where the fragment program stays."""
@@ -1692,7 +1692,8 @@ def wide_streamed(spec: KernelSpec, schedule: Schedule) -> bool:
 # "fragment" planned the same: the other rules and bounds still apply) and keeps it where an SM holds more than
 # WIDE_STREAM_MAX_FRAGMENT_BLOCKS of it without a spill the build would relax. On that H100 the fragment program
 # won at two to four compiled blocks as well (18 pairs, 3–14 %, and 1.38 and 2.28 × on two of 512 threads), where
-# the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe112).
+# the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe112, whose 21 held-out
+# streams the fragment program also won on the H100, 1.170 × geometric mean).
 def fragment_over_stream_blocks(schedule: Schedule, registers: int, stack_bytes: int) -> int | None:
     """Blocks an SM holds of the fragment program `schedule` that wide_stream's stream replaced, as ptxas
     compiled it (`registers` a thread, a `stack_bytes` frame), where that is more than
