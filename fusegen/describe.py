@@ -5,6 +5,7 @@ from __future__ import annotations
 from .emit import schedule_summary
 from .errors import one_line
 from .model import DTYPE_BYTES, Plan
+from .schedule import VECTOR_PADDING_LIMIT
 from .spec import KernelSpec, repeated_by_y, unobserved_ops
 
 # A reread program whose finishing pass reuses the statistics pass's loads (Schedule.tiles_held).
@@ -12,8 +13,9 @@ HELD_WORDS = ", the row's words held in registers between the passes"
 
 
 def output_notes(p: Plan) -> list[str]:
-    """What the spec asks the kernel to compute or store for nothing (spec.unobserved_ops, spec.repeated_by_y),
-    each naming the key that saves it: `fusegen build` and `fusegen plan` say these, the build still builds."""
+    """What the spec asks the kernel to compute or store for nothing (spec.unobserved_ops, spec.repeated_by_y,
+    a thread count that pads the row many times over), each naming the key that saves it: `fusegen build` and
+    `fusegen plan` say these, the build still builds."""
     spec = KernelSpec.model_validate(p.spec)
     where = one_line(p.spec_file)
     notes = [
@@ -27,6 +29,17 @@ def output_notes(p: Plan) -> list[str]:
         notes.append(
             f"Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); `y = false` under "
             f"[outputs] in {where} saves {saved / 1e6:.1f} MB at {m} tokens, {saved / p.ledger.fused_bytes(m):.0%} of the kernel's traffic"
+        )
+    # A pinned count whose every vector pads the row twice over or more (the planner took the least of them,
+    # schedule.VECTOR_PADDING_LIMIT): the spec's own threads hint costs that work, and it can say so.
+    s = p.schedule
+    columns = p.hidden // s.row_split
+    if spec.schedule.threads != "auto" and s.padded_hidden >= VECTOR_PADDING_LIMIT * columns:
+        part = f"each {columns}-column part of the row" if s.row_split > 1 else f"the {columns}-column row"
+        notes.append(
+            f"threads = {spec.schedule.threads} under [schedule] in {where} pads {part} to {s.padded_hidden} columns "
+            f"({s.padded_hidden / columns:.1f}× the work: each padding column is loaded masked, computed and reduced); "
+            '`threads = "auto"` lets the planner weigh the padding'
         )
     return notes
 

@@ -70,7 +70,7 @@ def plan(op: AddResidualSpec, index: int, ctx: ChainContext) -> Stage:
             ),
         ),
         decisions=(
-            "the residual row is read into registers in the row's own thread layout (16-byte vectors, like x), in the "
+            "the residual row is read into registers in the row's own thread layout and vectors (x's), in the "
             "stream variant too: each thread reads its residual elements before it writes the same elements of "
             "residual_out, so residual_out may be the residual tensor itself (the in-place update servers use). Not "
             "through the stream ring: that would make the ring a row larger per slot, fewer blocks per SM.",
