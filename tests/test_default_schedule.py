@@ -1194,7 +1194,7 @@ def test_a_pinned_thread_count_takes_a_narrower_vector_before_padding_the_row_tw
     assert (s.threads, s.vector_bytes, s.padded_hidden) == (hints["threads"], vector_bytes, padded)
 
 
-def test_a_pinned_thread_count_that_still_pads_twice_over_is_pointed_out(tmp_path):
+def test_a_pinned_thread_count_that_still_pads_twice_over_is_pointed_out():
     """A 32-column part on a pinned 128 threads pads fourfold on any vector: the build and `fusegen plan` say
     which key costs it, where, and how much; a count the planner chose draws no such note."""
     from fusegen.describe import output_notes
