@@ -149,6 +149,11 @@ def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, unit: str, row_t
     padded = [(padded, threads) for _, threads, vector, padded, _ in candidates if vector == wide]
     if padded:
         least, threads = min(padded)
+        if least >= VECTOR_PADDING_LIMIT * n:
+            return (
+                f"16-byte vectors would pad the {unit} to {least} columns on {threads} threads, {least / n:.1f}× its columns, "
+                "each padding column a masked load computed and reduced as a real one"
+            )
         return (
             f"16-byte vectors would pad the {unit} past an eighth more columns on every thread count tried "
             f"(the least: {least} columns on {threads} threads)"

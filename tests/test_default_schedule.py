@@ -1127,16 +1127,17 @@ def test_a_pinned_stream_serves_every_count():
 
 
 @pytest.mark.parametrize(
-    ("ops", "dtype", "hidden", "said"),
+    ("ops", "dtype", "hidden", "said", "schedule"),
     [
         pytest.param(
-            [RMS], "float16", 1001, "a 16-byte vector (8 columns) would straddle two rows: 1001 is not a multiple of 8", id="straddle"
+            [RMS], "float16", 1001, "a 16-byte vector (8 columns) would straddle two rows: 1001 is not a multiple of 8", None, id="straddle"
         ),
         pytest.param(
             [RMS, rope(8, span="tail", style="gptj")],
             "bfloat16",
             1024,
             "16-byte vectors on 32 threads: rope: its span [1016, 1024) turns in loops over it alone on 8-byte vectors",
+            None,
             id="an op refuses",
         ),
         pytest.param(
@@ -1144,13 +1145,22 @@ def test_a_pinned_stream_serves_every_count():
             "bfloat16",
             2688,
             "16-byte vectors would pad the row past an eighth more columns on every thread count tried",
+            None,
             id="padding",
+        ),
+        pytest.param(
+            [RMS],
+            "bfloat16",
+            4096,
+            "16-byte vectors would pad the row to 8192 columns on 1024 threads, 2.0× its columns",
+            {"threads": 1024},
+            id="padding twice over",
         ),
     ],
 )
-def test_plan_says_why_a_row_took_vectors_under_16_bytes(ops, dtype, hidden, said):
+def test_plan_says_why_a_row_took_vectors_under_16_bytes(ops, dtype, hidden, said, schedule):
     """The reason names the cause (hidden 1024 was once told it needed to be a multiple of 256)."""
-    s = planned(ops, dtype, hidden)
+    s = planned(ops, dtype, hidden, schedule=schedule or {})
     assert s.vector_bytes < 16
     assert any(reason.startswith(said) for reason in s.reasons), s.reasons
 
