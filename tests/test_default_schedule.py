@@ -1184,24 +1184,23 @@ def test_a_plan_says_it_stages_side_inputs_exactly_where_its_program_does():
 
 
 @pytest.mark.parametrize(
-    ("ops", "hidden", "hints", "vector_bytes", "padded"),
+    ("ops", "hidden", "extra", "vector_bytes", "padded"),
     [
         # perf/probe113's row: heads of 768 on a pinned 1024 threads, split in four. 16-byte vectors would pad each
         # 2304-column part to 24576 (lcm of 1024 × 8 and the head), 8-byte to 12288, 4-byte to 6144.
-        ([{"kind": "rmsnorm", "over": "head"}], 9216, {"threads": 1024, "row_split": 4}, 2, 3072),
+        ([{"kind": "rmsnorm", "over": "head"}], 9216, {"head_dim": 768, "schedule": {"threads": 1024, "row_split": 4}}, 2, 3072),
         # Heads of 80 and groups of 128 tile in 640 columns: 1024 × 8 pads a 5120 row eightfold, 1024 × 1 not at all.
-        ([{"kind": "rmsnorm", "over": "head"}, quant(128)], 5120, {"threads": 1024}, 2, 5120),
+        ([{"kind": "rmsnorm", "over": "head"}, quant(128)], 5120, {"head_dim": 80, "schedule": {"threads": 1024}}, 2, 5120),
         # Without a head or group the widest vector that pads less than twice is taken: 1024 × 4 covers 4096 whole.
-        ([RMS], 4096, {"threads": 1024}, 8, 4096),
+        ([RMS], 4096, {"schedule": {"threads": 1024}}, 8, 4096),
     ],
 )
-def test_a_pinned_thread_count_takes_a_narrower_vector_before_padding_the_row_twice_over(ops, hidden, hints, vector_bytes, padded):
+def test_a_pinned_thread_count_takes_a_narrower_vector_before_padding_the_row_twice_over(ops, hidden, extra, vector_bytes, padded):
     """With the thread count pinned only the vector is left to choose, and the widest one's row tile, tiled by
     whole heads or groups too, may pad the row many times over: every padding column costs a masked load, its
     arithmetic and its reductions (schedule.VECTOR_PADDING_LIMIT)."""
-    head = {"head_dim": 768 if hidden == 9216 else 80} if any(op.get("over") == "head" for op in ops) else {}
-    s = planned(ops, hidden=hidden, schedule=hints, **head)
-    assert (s.threads, s.vector_bytes, s.padded_hidden) == (hints["threads"], vector_bytes, padded)
+    s = planned(ops, hidden=hidden, **extra)
+    assert (s.threads, s.vector_bytes, s.padded_hidden) == (1024, vector_bytes, padded)
 
 
 def test_a_pinned_thread_count_that_still_pads_twice_over_is_pointed_out():
