@@ -51,17 +51,6 @@ MIN_GOOD_VECTORS_PER_THREAD = 3
 SHARED_WARP_ELEMS_PER_THREAD = 16
 # A row may be padded by up to 1 / MAX_PADDING_SHARE of its width to keep 16-byte accesses.
 MAX_PADDING_SHARE = 8
-# A vector whose row tile (tiled by whole heads or groups too) pads the row many times over makes every padding
-# column a masked load, computed and reduced as a real one. A thread count pinned by the spec leaves only the
-# vector to choose, and 16-byte vectors ranked first whatever they padded: bf16 per-head RMSNorm 9216 over heads
-# of 768 on a hinted 1024 threads, split in four, padded each 2304-column part to 24576 and ran 0.065 × copy on an
-# H100 (perf/probe113); 2-byte vectors pad it to 3072. So a vector padding the row (or part) to this many times its
-# columns or more ranks after every one that pads less, such vectors by their padding — pinned count or not, so a
-# tuning entry that pins the planner's own count builds the planner's program. Unpinned, it moves only few-token
-# programs of rows narrower than a warp's 16-byte vectors on their one warp (from 16-byte vectors to the ones that
-# pad least: a 64-column 16-bit row's 4-byte ones cover it whole, a 16-column row's 2-byte ones pad it to 32) and a
-# few of 576 and 2880 columns: 64 of 1500 unhinted random draws, no sweep spec or example.
-VECTOR_PADDING_LIMIT = 2
 SHARED_BYTES_LIMIT = 48 * 1024
 MAX_BLOCK_M = 16
 # Side inputs loaded before the first reduction: their latency (a DRAM round trip for cos/sin, an L2
@@ -149,11 +138,6 @@ def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, unit: str, row_t
     padded = [(padded, threads) for _, threads, vector, padded, _ in candidates if vector == wide]
     if padded:
         least, threads = min(padded)
-        if least >= VECTOR_PADDING_LIMIT * n:
-            return (
-                f"16-byte vectors would pad the {unit} to {least} columns on {threads} threads, {least / n:.1f}× its columns, "
-                "each padding column a masked load computed and reduced as a real one"
-            )
         return (
             f"16-byte vectors would pad the {unit} past an eighth more columns on every thread count tried "
             f"(the least: {least} columns on {threads} threads)"
@@ -209,10 +193,6 @@ def _row_schedule(
                 sharing = threads // own_rows < WARP_THREADS
                 target = SHARED_WARP_ELEMS_PER_THREAD if sharing else TARGET_ELEMS_PER_THREAD
                 key = (
-                    # A hinted stream fills its ring by cp.async, which copies whole vectors of 4 bytes or more
-                    # (_check_ring_copy_width, which names the hint where only narrower ones are left).
-                    spec.schedule.variant == "stream" and vector * elem < CP_ASYNC_MIN_BYTES,
-                    padded if padded >= VECTOR_PADDING_LIMIT * n else 0,
                     vector * elem < 8,  # below 8-byte accesses the loads stop saturating HBM
                     # Padding costs registers and idle lanes, not DRAM bytes (masked): up to an eighth of the
                     # row is worth paying for 16-byte accesses, which come next, however many values per
@@ -252,8 +232,8 @@ def _row_schedule(
         offer(threads)
 
     def full_vectors(candidate) -> bool:
-        """Whether a candidate has 16-byte vectors and three of them a thread (its key's fifth and sixth terms)."""
-        return not any(candidate[0][4:6])
+        """Whether a candidate has 16-byte vectors and three of them a thread (its key's third and fourth terms)."""
+        return not any(candidate[0][2:4])
 
     if not threads_hint and candidates and not full_vectors(min(candidates)):
         # Rows no tried count lays out in three 16-byte vectors a thread (16-bit 4352 = 17 × 256 columns: 544

@@ -12,8 +12,7 @@ launch bound began sitting up to a fifth under the register estimate, 9 blocks a
 case-quant_column_pinned_block_m4 when a block's column-major group scales began leaving through shared
 memory, each group's rows as one run; the two routed ones when staged cos/sin rows began loading on every
 thread, padded to whole passes of a row's threads; the two quant ones when each group's fp32 1/scale became
-MUFU.RCP and one Newton step written out, __frcp_rn's fast path without its branch; routed-ln_head_partial_gptj_group
-when its 512-thread route left 16-byte vectors, which pad its 1024-column row fourfold, for 4-byte ones): a
+MUFU.RCP and one Newton step written out, __frcp_rn's fast path without its branch): a
 change to how kernel.py reads must not
 change the kernel. `scripts/cuda_identity.py` compares a whole corpus the same way (every example,
 the model library, tests/cases.py, the oracle's specs and random specs)."""
