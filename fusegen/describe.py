@@ -9,7 +9,9 @@ from .spec import KernelSpec, repeated_by_y, unobserved_ops
 
 # A pinned thread count that pads the row (or part) to this many times its columns or more is pointed out: every
 # padding column is loaded masked, computed and reduced (bf16 per-head RMSNorm 9216 on a hinted 1024 threads, each
-# 2304-column part padded to 24576, ran 0.065 × copy on an H100: perf/probe113).
+# 2304-column part padded to 24576, ran 0.065 × copy on an H100: perf/probe113). The planner keeps such a count's
+# 16-byte vectors: narrower ones ran most such rows faster but some up to 1.5 × slower, and no rule found tells them
+# apart (perf/probe114, probe115).
 PADDING_NOTE_FACTOR = 2
 # A reread program whose finishing pass reuses the statistics pass's loads (Schedule.tiles_held).
 HELD_WORDS = ", the row's words held in registers between the passes"
@@ -33,9 +35,7 @@ def output_notes(p: Plan) -> list[str]:
             f"Y repeats {repeated} bit for bit (no op after the one writing {repeated} changes the row); `y = false` under "
             f"[outputs] in {where} saves {saved / 1e6:.1f} MB at {m} tokens, {saved / p.ledger.fused_bytes(m):.0%} of the kernel's traffic"
         )
-    # A pinned count that pads the row twice over or more: the spec's own threads hint costs that work, and it can
-    # say so. The planner keeps such a count's 16-byte vectors: narrower ones ran most such rows faster but some up
-    # to 1.5 × slower, and no rule found tells them apart (perf/probe114, probe115).
+    # The spec's own threads hint costs that padding's work (PADDING_NOTE_FACTOR), and it can say so.
     s = p.schedule
     columns = p.hidden // s.row_split
     if spec.schedule.threads != "auto" and s.padded_hidden >= PADDING_NOTE_FACTOR * columns:
