@@ -2,18 +2,19 @@
 # probe114's device call (carry .device with perf/probe114/kernels packed by scripts/pack_built.sh, then
 # `tar -xJf .device/built.tar.xz`): every NAME_new against its reference at every route's counts and edges
 # (scripts/gpu_hunt.py check over the new builds alone), then the hinted pairs timed at their sweep count and the
-# unhinted ones (changed only below 1025 tokens) at 8 and 256, each in interleaved rounds. PROBE=probe115: the
-# same call over perf/probe115's pairs.
+# unhinted ones (changed only below 1025 tokens) at 8 and 256, each in interleaved rounds. PROBE=probe115 (or
+# probe116, whose pairs are all timed at their sweep count: no kernels/few): the same call over that probe's pairs.
 set -u
 probe=${PROBE:-probe114}
 out=${OUT:-/tmp/$probe}
 k=perf/$probe/kernels
 mkdir -p "$out" /tmp/$probe-new/kernels
 start=$SECONDS
-cp -r $k/time/kernels/*_new $k/few/time/kernels/*_new /tmp/$probe-new/kernels/
+few=$([[ -d $k/few ]] && echo 8 256)
+cp -r $k/time/kernels/*_new ${few:+$k/few/time/kernels/*_new} /tmp/$probe-new/kernels/
 timeout "${CHECK_S:-150}" python3 scripts/gpu_hunt.py check /tmp/$probe-new --jobs 15 > "$out/check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s"; tail -1 "$out/check.log"; grep -A4 FAIL "$out/check.log" | cut -c1-300 | head -20
-for tokens in 8 256; do
+for tokens in $few; do
     PROBE_TOKENS=$tokens timeout 60 python3 perf/proto/probe_time.py $k/few/time/kernels "$out/few-$tokens.json" "${ROUNDS:-3}" \
         > "$out/few-$tokens.log" 2>&1
     echo "few at $tokens exit $? at $((SECONDS - start)) s"
