@@ -5,7 +5,8 @@ from __future__ import annotations
 from .emit import schedule_summary
 from .errors import one_line
 from .model import DTYPE_BYTES, Plan
-from .spec import KernelSpec, repeated_by_y, unobserved_ops
+from .ops import REGISTRY
+from .spec import KernelSpec, repeated_by_y, unobserved_ops, unread_row_keys
 
 # A pinned thread count that pads the row (or part) to this many times its columns or more is pointed out: every
 # padding column is loaded masked, computed and reduced (bf16 per-head RMSNorm 9216 on a hinted 1024 threads, each
@@ -18,9 +19,9 @@ HELD_WORDS = ", the row's words held in registers between the passes"
 
 
 def output_notes(p: Plan) -> list[str]:
-    """What the spec asks the kernel to compute or store for nothing (spec.unobserved_ops, spec.repeated_by_y,
-    a thread count that pads the row many times over), each naming the key that saves it: `fusegen build` and
-    `fusegen plan` say these, the build still builds."""
+    """What the spec asks the kernel to compute, take or store for nothing (spec.unobserved_ops,
+    spec.unread_row_keys, spec.repeated_by_y, a thread count that pads the row many times over), each naming
+    the key that saves it: `fusegen build` and `fusegen plan` say these, the build still builds."""
     spec = KernelSpec.model_validate(p.spec)
     where = one_line(p.spec_file)
     notes = [
@@ -28,6 +29,16 @@ def output_notes(p: Plan) -> list[str]:
         f"computes it for nothing; remove it from {where}, or set y = true under [outputs]"
         for index in unobserved_ops(spec)
     ]
+    if unread := unread_row_keys(spec):
+        index, keys = unread
+        op = spec.op[index]
+        written = [out.arg for out in REGISTRY[op.kind].outputs if out.flag is None or spec.requests(out.flag)]
+        one_key = len(keys) == 1
+        notes.append(
+            f"op[{index}] ({op.kind}): {' and '.join(keys)} {'reaches' if one_key else 'reach'} no output (y = false, and op[{index}] "
+            f"writes only {' and '.join(written)}, computed before {'it acts' if one_key else 'they act'}): the kernel takes "
+            f"{'it' if one_key else 'them'} for nothing; set {' and '.join(f'op[{index}].{key} = false' for key in keys)} in {where}"
+        )
     if repeated := repeated_by_y(spec):
         m = p.ledger_tokens
         saved = p.hidden * DTYPE_BYTES[p.dtype] * m

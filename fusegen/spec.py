@@ -259,16 +259,32 @@ def repeated_by_y(spec: KernelSpec) -> str | None:
     return declared.arg
 
 
+def _last_writing_op(spec: KernelSpec) -> int:
+    """The index of the last op that writes an output of its own (each op before it hands that op its row)."""
+    writes = [any(out.flag is None or spec.requests(out.flag) for out in REGISTRY[op.kind].outputs) for op in spec.op]
+    return max((index for index, written in enumerate(writes) if written), default=len(spec.op) - 1)
+
+
 def unobserved_ops(spec: KernelSpec) -> list[int]:
     """The indices of ops whose work reaches no output: where Y is not written, those after the last op that
-    writes an output of its own (each op before it hands that op its row). The kernel computes them for nothing
-    (and reads their inputs: a RoPE's cos/sin), where torch.compile drops them from its graph; valid, since the
-    kernel's inputs stay what the spec says, but the build points them out."""
+    writes an output of its own. The kernel computes them for nothing (and reads their inputs: a RoPE's cos/sin),
+    where torch.compile drops them from its graph; valid, since the kernel's inputs stay what the spec says, but
+    the build points them out."""
     if spec.writes_y:
         return []
-    writes = [any(out.flag is None or spec.requests(out.flag) for out in REGISTRY[op.kind].outputs) for op in spec.op]
-    last = max((index for index, written in enumerate(writes) if written), default=len(spec.op) - 1)
-    return list(range(last + 1, len(spec.op)))
+    return list(range(_last_writing_op(spec) + 1, len(spec.op)))
+
+
+def unread_row_keys(spec: KernelSpec) -> tuple[int, tuple[str, ...]] | None:
+    """(index, keys) where Y is not written and the last op writing an output of its own writes only what comes
+    before its row-only keys act (ops.Op.row_only_keys: a norm's mean and rstd, before its weight and bias): the
+    kernel takes those inputs and nothing reads them (nvcc drops their loads). Valid, as unobserved_ops, but the
+    build points it out."""
+    if spec.writes_y:
+        return None
+    last = _last_writing_op(spec)
+    keys = REGISTRY[spec.op[last].kind].row_only_keys(spec.op[last])
+    return (last, keys) if keys else None
 
 
 def chain_context(spec: KernelSpec, layout: Layout | None = None) -> ChainContext:

@@ -889,6 +889,88 @@ def test_the_build_points_out_y_repeating_residual_out_and_ops_reaching_no_outpu
     assert printed.count("note: Y repeats") == 1
 
 
+STATISTICS_ONLY_SPECS = {
+    # rstd comes from x before the weight scales the row, and the row goes nowhere
+    "rms_stats": """\
+name = "rms_stats"
+dtype = "float16"
+hidden = 1024
+
+[[op]]
+kind = "rmsnorm"
+
+[outputs]
+y = false
+rstd = true
+""",
+    # mean and rstd before weight and bias; the RoPE after them is an op reaching no output as well
+    "ln_stats": """\
+name = "ln_stats"
+dtype = "bfloat16"
+hidden = 2048
+
+[[op]]
+kind = "add_residual"
+
+[[op]]
+kind = "layernorm"
+
+[[op]]
+kind = "rope"
+rope_dim = 64
+
+[outputs]
+y = false
+mean = true
+rstd = true
+""",
+    # the quantiser writes Q from the normalised row: the weight reaches it
+    "rms_stats_quant": """\
+name = "rms_stats_quant"
+dtype = "float16"
+hidden = 1024
+
+[[op]]
+kind = "rmsnorm"
+
+[[op]]
+kind = "quant_fp8"
+group_size = 128
+
+[outputs]
+y = false
+rstd = true
+""",
+}
+
+
+def test_the_build_points_out_a_norm_weight_that_reaches_no_output(work, monkeypatch, capsys):
+    """A norm that writes only its statistics, its row reaching no output, takes its weight (and bias) for nothing:
+    the build names the keys, the op and the file; where a later op's output carries the row, it says nothing."""
+    for name, text in STATISTICS_ONLY_SPECS.items():
+        (work / "specs" / f"{name}.toml").write_text(text)
+    monkeypatch.chdir(work)
+    assert cli.main(build_args(*(f"specs/{name}.toml" for name in STATISTICS_ONLY_SPECS))) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "note: op[0] (rmsnorm): weight reaches no output (y = false, and op[0] writes only rstd, computed before it acts): "
+        "the kernel takes it for nothing; set op[0].weight = false in specs/rms_stats.toml"
+    ) in printed
+    assert (
+        "note: op[1] (layernorm): weight and bias reach no output (y = false, and op[1] writes only mean and rstd, computed "
+        "before they act): the kernel takes them for nothing; set op[1].weight = false and op[1].bias = false in "
+        "specs/ln_stats.toml"
+    ) in printed
+    assert "note: op[2] (rope) reaches no output" in printed
+    # One note for rms_stats, two for ln_stats, none for rms_stats_quant.
+    assert printed.count("note:") == 3
+    # Taken at their word, the notes leave a spec that builds without them.
+    fixed = STATISTICS_ONLY_SPECS["rms_stats"].replace('kind = "rmsnorm"', 'kind = "rmsnorm"\nweight = false')
+    (work / "specs" / "rms_stats.toml").write_text(fixed)
+    assert cli.main(build_args("specs/rms_stats.toml")) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
 def test_ptxas_resources_needs_a_cubin_with_its_attributes(tmp_path):
     """A file without an embedded cubin, or with bytes that only look like an ELF header, gives None."""
     from fusegen.compile import ptxas_resources

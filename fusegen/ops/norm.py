@@ -407,6 +407,10 @@ class NormOp(Op[S]):
             return f"normalises over columns [{lo}, {hi}) of the row, not over each part"
         return "normalises over the whole row"
 
+    def row_only_keys(self, op) -> tuple[str, ...]:
+        # The statistics (mean, rstd) come from the row before the weight and bias act on it.
+        return tuple(key for key in ("weight", "bias") if getattr(op, key, False))
+
     # Passes over a row read in tiles for the statistics of the whole row (emit_statistics).
     statistic_passes: int
 
