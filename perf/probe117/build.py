@@ -1,0 +1,52 @@
+"""probe117 (session 57): up to 256 tokens, a row the many-token schedule holds on four warps or more at 24 values a
+thread or more takes twice the threads (schedule.WAVE_WIDE_VALUES on branch probe117-wave-wide). Every sweep spec the
+change moves, and unhinted draws of the random-spec test (hints and token counts dropped) held out beside them.
+
+    git worktree add /tmp/oldtree a7062f9
+    git worktree add /tmp/newtree 70ef2f5
+    .venv/bin/python perf/probe117/build.py /tmp/oldtree /tmp/newtree SEED COUNT
+
+plans the sweep's specs and the first COUNT draws under OLD_TREE and NEW_TREE, writes the moved sweep specs and at
+most 16 moved draws (spread evenly) to perf/probe117/specs_few, and builds each as NAME_old (OLD_TREE) and NAME_new
+(NEW_TREE) in perf/probe117/kernels/few (probe114's draw and pair helpers; timed at few tokens by probe114's call)."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("probe114_build", HERE.parent / "probe114/build.py")
+probe114 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe114)
+
+MOST_DRAWS = 16
+
+
+def moved(old_tree: Path, new_tree: Path, specs: list[dict]) -> list[int]:
+    """The specs both trees plan whose routes the new tree plans otherwise."""
+    pairs = zip(probe114.routes(old_tree, specs), probe114.routes(new_tree, specs))
+    return [i for i, (old, new) in enumerate(pairs) if old != new and not isinstance(old, str) and not isinstance(new, str)]
+
+
+def main(old_tree: Path, new_tree: Path, seed: int, count: int) -> None:
+    directory = HERE / "specs_few"
+    sweep = [tomllib.loads(p.read_text()) for p in sorted((probe114.ROOT / "perf/sweep").glob("*.toml"))]
+    sweep_moved = moved(old_tree, new_tree, sweep)
+    print(f"sweep: {len(sweep_moved)} of {len(sweep)} specs planned otherwise")
+    rng = random.Random(seed)
+    drawn = [{k: v for k, v in probe114.draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
+    drawn_moved = moved(old_tree, new_tree, drawn)
+    print(f"seed {seed}: {len(drawn_moved)} of {count} draws planned otherwise")
+    probe114.write(drawn, drawn_moved, MOST_DRAWS, directory, f"wave_{seed}")
+    for i in sweep_moved:
+        (directory / f"{sweep[i]['name']}.toml").write_text(probe114.dump(sweep[i]))
+    specs = [tomllib.loads(p.read_text()) for p in sorted(directory.glob("*.toml"))]
+    probe114.build_pairs(specs, old_tree, new_tree, HERE / "kernels/few")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
