@@ -278,8 +278,8 @@ def unobserved_ops(spec: KernelSpec) -> list[int]:
 def unread_row_keys(spec: KernelSpec) -> tuple[int, tuple[str, ...]] | None:
     """(index, keys) where Y is not written and the last op writing an output of its own writes only what comes
     before its row-only keys act (ops.Op.row_only_keys: a norm's mean and rstd, before its weight and bias): the
-    kernel takes those inputs and nothing reads them (nvcc drops their loads). Valid, as unobserved_ops, but the
-    build points it out."""
+    kernel takes those inputs, and no output depends on them (a fragment program's loads of them, nvcc drops).
+    Valid, as unobserved_ops, but the build points it out."""
     if spec.writes_y:
         return None
     last = _last_writing_op(spec)

@@ -260,7 +260,7 @@ class Op(ABC, Generic[S]):
     def row_only_keys(self, op: S) -> tuple[str, ...]:
         """The keys set on this op whose inputs act only on the row it hands on, not on the outputs it writes of
         its own (a norm's weight and bias come after its mean and rstd): where that row reaches no output, the
-        kernel takes those inputs and reads nothing of them (spec.unread_row_keys)."""
+        kernel takes those inputs for nothing (spec.unread_row_keys)."""
         return ()
 
     def sector_rows(self, op: S, ctx: ChainContext) -> tuple[int, str] | None:
