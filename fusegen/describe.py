@@ -32,7 +32,7 @@ def output_notes(p: Plan) -> list[str]:
     if unread := unread_row_keys(spec):
         index, keys = unread
         op = spec.op[index]
-        written = [out.arg for out in REGISTRY[op.kind].outputs if out.flag is None or spec.requests(out.flag)]
+        written = [out.arg for out in REGISTRY[op.kind].outputs if spec.writes(out)]
         one_key = len(keys) == 1
         notes.append(
             f"op[{index}] ({op.kind}): {' and '.join(keys)} {'reaches' if one_key else 'reach'} no output (y = false, and op[{index}] "

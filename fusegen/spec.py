@@ -185,6 +185,11 @@ class KernelSpec(Strict):
             return value
         return any(out.flag == flag and out.default for op in self.op for out in REGISTRY[op.kind].outputs)
 
+    def writes(self, out) -> bool:
+        """Whether the kernel writes an op's declared output (ops.OutputDecl): one without a flag whenever its op
+        is in the chain, another where its flag is on."""
+        return out.flag is None or self.requests(out.flag)
+
 
 def check_name(name: str) -> None:
     """The name becomes a directory, a Python package and the CUDA kernel's name: only a plain identifier
@@ -240,7 +245,7 @@ def check_outputs(spec: KernelSpec) -> None:
             makers = sorted(op.kind for op in REGISTRY.values() if any(out.flag == flag for out in op.outputs))
             raise ChainError(f"outputs.{flag}", f"no op in this chain produces {flag}; it needs one of: {', '.join(makers)}")
     # An output without a flag is written whenever its op is in the chain.
-    written = [out for op in spec.op for out in REGISTRY[op.kind].outputs if out.flag is None or spec.requests(out.flag)]
+    written = [out for op in spec.op for out in REGISTRY[op.kind].outputs if spec.writes(out)]
     if not (spec.writes_y or written):
         raise ChainError("outputs.y", "the kernel would write nothing: keep y = true or add an output")
 
@@ -254,14 +259,14 @@ def repeated_by_y(spec: KernelSpec) -> str | None:
         return None
     last = next((REGISTRY[op.kind] for op in reversed(spec.op) if REGISTRY[op.kind].transforms_row), None)
     declared = next((out for out in last.outputs if out.arg == last.row_output), None) if last else None
-    if declared is None or not (declared.flag is None or spec.requests(declared.flag)):
+    if declared is None or not spec.writes(declared):
         return None
     return declared.arg
 
 
 def _last_writing_op(spec: KernelSpec) -> int:
     """The index of the last op that writes an output of its own (each op before it hands that op its row)."""
-    writes = [any(out.flag is None or spec.requests(out.flag) for out in REGISTRY[op.kind].outputs) for op in spec.op]
+    writes = [any(spec.writes(out) for out in REGISTRY[op.kind].outputs) for op in spec.op]
     return max((index for index, written in enumerate(writes) if written), default=len(spec.op) - 1)
 
 
