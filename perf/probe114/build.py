@@ -56,11 +56,12 @@ def routes(tree: Path, specs: list[dict]) -> list:
     )
 
 
-def moved(old_tree: Path, drawn: list[dict]) -> list[int]:
-    """The draws both trees plan (a refusal the old tree made is no pair to time) that this one plans otherwise."""
+def moved(old_tree: Path, drawn: list[dict], new_tree: Path = ROOT) -> list[int]:
+    """The draws both trees plan (a refusal the old tree made is no pair to time) that `new_tree` (this one unless
+    given) plans otherwise."""
     return [
         i
-        for i, (old, new) in enumerate(zip(routes(old_tree, drawn), routes(ROOT, drawn)))
+        for i, (old, new) in enumerate(zip(routes(old_tree, drawn), routes(new_tree, drawn)))
         if old != new and not isinstance(old, str) and not isinstance(new, str)
     ]
 

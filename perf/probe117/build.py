@@ -26,20 +26,14 @@ _spec.loader.exec_module(probe114)
 MOST_DRAWS = 16
 
 
-def moved(old_tree: Path, new_tree: Path, specs: list[dict]) -> list[int]:
-    """The specs both trees plan whose routes the new tree plans otherwise."""
-    pairs = zip(probe114.routes(old_tree, specs), probe114.routes(new_tree, specs))
-    return [i for i, (old, new) in enumerate(pairs) if old != new and not isinstance(old, str) and not isinstance(new, str)]
-
-
 def main(old_tree: Path, new_tree: Path, seed: int, count: int) -> None:
     directory = HERE / "specs_few"
     sweep = [tomllib.loads(p.read_text()) for p in sorted((probe114.ROOT / "perf/sweep").glob("*.toml"))]
-    sweep_moved = moved(old_tree, new_tree, sweep)
+    sweep_moved = probe114.moved(old_tree, sweep, new_tree)
     print(f"sweep: {len(sweep_moved)} of {len(sweep)} specs planned otherwise")
     rng = random.Random(seed)
     drawn = [{k: v for k, v in probe114.draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
-    drawn_moved = moved(old_tree, new_tree, drawn)
+    drawn_moved = probe114.moved(old_tree, drawn, new_tree)
     print(f"seed {seed}: {len(drawn_moved)} of {count} draws planned otherwise")
     probe114.write(drawn, drawn_moved, MOST_DRAWS, directory, f"wave_{seed}")
     for i in sweep_moved:
