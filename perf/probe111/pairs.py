@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def kept_by_build(kernels: Path, name: str) -> bool:
-    return "fragment_over_stream" in json.loads((kernels / name / "plan.json").read_text(encoding="utf-8"))
+    return json.loads((kernels / name / "plan.json").read_text(encoding="utf-8")).get("fragment_over_stream") is not None
 
 
 rows = {r["kernel"]: r for r in json.load(open(sys.argv[1], encoding="utf-8"))["rows"]}
