@@ -310,6 +310,7 @@ class RowWaits:
     gathers: int  # side inputs read at a row another input names (RoPE's cache at the positions)
     after_gather: tuple[Reduction, ...]  # the reductions that follow the stage reading a gathered row
     writes_row: bool  # a full-width row in the activations' dtype (Y, residual_out) besides any FP8
+    unstaged_rows: int  # per-token rows an op loads itself in the row's layout (add_residual's residual), outside any prologue or ring
 
     @property
     def reduces_after_gather(self) -> bool:

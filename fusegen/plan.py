@@ -102,6 +102,12 @@ def staged_inputs(stages: tuple[Stage, ...]) -> tuple[Tensor, ...]:
     return tuple(t for s in stages if REGISTRY[s.kind].staged_inputs for t in s.inputs)
 
 
+def unstaged_rows(stages: tuple[Stage, ...]) -> int:
+    """How many per-token rows a row's ops load themselves, in the row's own layout, so that no prefetch or
+    stream ring carries them (add_residual's residual: ops.Op.staged_inputs)."""
+    return sum(1 for s in stages if not REGISTRY[s.kind].staged_inputs for t in s.inputs if t.per_token_row)
+
+
 def reductions_after_gather(stages: tuple[Stage, ...]) -> tuple[Reduction, ...]:
     """The reductions (an FP8 amax) that follow the first stage reading a side input at a row another
     input names."""
@@ -152,6 +158,7 @@ def _route_by_waits(
         gathers=gathered_inputs(route.stages),
         after_gather=reductions_after_gather(route.stages),
         writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
+        unstaged_rows=unstaged_rows(route.stages),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits, route.schedule.variant == "stream")
     if several is not None:

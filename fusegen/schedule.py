@@ -1567,6 +1567,12 @@ def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int, sta
 # 34 held-out rows (perf/probe70: 25 of 300 drawn chains with cache RoPE that the streams took, 9 of the
 # rows they were fitted on) it ran 1.09 × the stream in geometric mean, 29 faster (up to 2.0 ×: fp32
 # RMSNorm → rescale → cache RoPE → FP8 3328, 0.38 → 0.77 × copy), five 1–8 % slower.
+# Rows that read a per-token row the ring does not carry (add_residual's residual, loaded in the row's own
+# layout so that residual_out may alias it) stay fragment programs: a streamed row still loads as many bytes
+# again with none of them in flight, which is the stall the stream exists to hide. The fit above had no such
+# row writing only FP8 (its add chains wrote residual_out). The seven of perf/probe111–112 ran faster as the
+# fragment program on both cards (H100 1.02–1.48 ×, H200 1.02–1.78 ×: fp32 add → LayerNorm → FP8 g256 5120
+# 0.57 → 1.01 × copy); perf/probe118 holds the rule out on 20 fresh streams.
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92. Where no power of two holds
@@ -1622,6 +1628,7 @@ def wide_stream(spec: KernelSpec, fragment: Schedule, side_inputs: tuple[Tensor,
         or waits.gathers
         or waits.barriers < WIDE_STREAM_MIN_WAITS
         or waits.writes_row
+        or waits.unstaged_rows
         or blocks > WIDE_STREAM_MAX_FRAGMENT_BLOCKS
         or blocks * row_bytes >= WIDE_STREAM_FRAGMENT_BYTES_IN_FLIGHT
         or sector_rows(spec, fragment) is not None

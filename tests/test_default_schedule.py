@@ -536,6 +536,26 @@ WIDE_KEPT = [
     pytest.param([RMS, rope(64, source="cache", max_position=32768)], "bfloat16", 12288, {}, id="gather one stream block 0.85 vs 0.66"),
     pytest.param([RMS, CACHE_ROPE], "float16", 10240, {}, id="gather read where used 0.92 vs 0.90"),
     pytest.param([RMS, rope(), quant(128)], "float16", 5120, NO_Y, id="one wait 0.95 vs 0.86"),
+    # Adds a residual the ring does not carry and writes only FP8 (perf/probe111, probe112: H200 × copy).
+    pytest.param(
+        [{"kind": "add_residual"}, {"kind": "layernorm", "columns": [592, 1544]}, quant(256, scale_layout="column")],
+        "float32",
+        5120,
+        {"outputs": {"y": False, "residual": False, "rstd": True}},
+        id="residual outside the ring 1.01 vs 0.57",
+    ),
+    pytest.param(
+        [
+            {"kind": "add_residual"},
+            {"kind": "layernorm", "eps": 1e-6},
+            {"kind": "rescale", "factor": -1.5, "weight": True},
+            quant(scale="ue8m0"),
+        ],
+        "bfloat16",
+        5120,
+        {"outputs": {"y": False, "residual": False}},
+        id="residual outside the ring 0.97 vs 0.63",
+    ),
     # Its stream would hold one block an SM (STREAM_MIN_BLOCKS): perf/probe50.
     pytest.param(
         [{"kind": "add_residual"}, LN, quant(fp8="e5m2", scale_layout="column")],
