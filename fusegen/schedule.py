@@ -1958,19 +1958,23 @@ def sector_rows(spec: KernelSpec, one_row: Schedule) -> Schedule | None:
     hints = spec.schedule
     context = chain_context(spec)
     wanted = [asked for op in spec.op if (asked := REGISTRY[op.kind].sector_rows(op, context))]
-    if not wanted or one_row.block_m > 1 or one_row.row_split > 1 or one_row.vector_elems == 1 or _row_layout_pinned(hints):
+    if not wanted or one_row.rows_share_threads or one_row.row_split > 1 or one_row.vector_elems == 1 or _row_layout_pinned(hints):
         return None
     rows, why = max(wanted)
-    block_m = 1
-    while block_m < rows and 2 * block_m * one_row.threads <= SECTOR_ROWS_MAX_THREADS:
+    # A short row's block (short_rows) already holds several rows, each on threads of its own: it takes more
+    row_threads = one_row.threads // one_row.block_m
+    block_m = one_row.block_m
+    while block_m < rows and 2 * block_m * row_threads <= SECTOR_ROWS_MAX_THREADS:
         block_m *= 2
-    if block_m == 1:
+    if block_m == one_row.block_m:
         return None
     capped = f" (not {rows}: at most {SECTOR_ROWS_MAX_THREADS} threads a block)" if block_m < rows else ""
-    why = f"{block_m} rows a block{capped}, each on {one_row.threads} threads, staged in shared memory: {why}"
+    why = f"{block_m} rows a block{capped}, each on {row_threads} threads, staged in shared memory: {why}"
     try:
         _check_blocks_count_tokens(spec, block_m)
-        return _row_schedule(spec, block_m, block_m * one_row.threads, columns_multiple(spec), threads_by=why)
+        return _row_schedule(
+            spec, block_m, block_m * row_threads, columns_multiple(spec), threads_by=why, share_warps=row_threads < WARP_THREADS
+        )
     except ChainError:  # the pinned count, rounded up to whole blocks, or the layout does not fit
         return None
 
