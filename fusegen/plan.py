@@ -133,8 +133,8 @@ def _route(
     """`few_tokens`, `wave`, `stream`: see choose_schedule and with_variant. On a route of many tokens
     (`stream`) schedule.short_rows may put several short rows in a block, or else schedule.wide_stream
     take a stream program over the planned fragment one, from what the fragment route's rows wait on and
-    write; a fragment route of one row a block whose stores of consecutive rows share sectors then takes
-    several (schedule.sector_rows)."""
+    write; a fragment route whose stores of consecutive rows share sectors then takes more rows a block
+    (schedule.sector_rows)."""
     route = _route_by_waits(spec, first_tokens, last_tokens, origin, tuned, few_tokens, stream, wave)
     sectors = None if few_tokens or not stream or route.schedule.variant != "fragment" else sector_rows(spec, route.schedule)
     return route if sectors is None else _planned_route(spec, sectors, first_tokens, last_tokens, origin, stream)

@@ -394,14 +394,27 @@ SECTOR_ROWS = [
         512,
         id="was streamed g16 fp32 3072 0.70 to 0.96",
     ),
+    # Short rows (schedule.short_rows' two or four a block, each on threads of its own) take the sector's eight
+    # (perf/probe116): probe113's fp16 1000 row ran 0.704 × copy on an H100 at two a block.
+    pytest.param(
+        [{"kind": "add_residual"}, {"kind": "layernorm", "weight": False, "bias": False}, column(8, scale="ue8m0")],
+        "float16",
+        1000,
+        {"outputs": {"y": True, "mean": True, "rstd": True}},
+        8,
+        256,
+        id="short row g8 fp16 1000 two a block to eight",
+    ),
+    pytest.param([RMS, column(8)], "float16", 256, NO_Y, 8, 128, id="short row g8 fp16 256 on half warps, four a block to eight"),
+    pytest.param([RMS, column(16)], "float32", 128, NO_Y, 8, 64, id="short row g16 fp32 128 on quarter warps, four a block to eight"),
 ]
 
 
 @pytest.mark.parametrize(("ops", "dtype", "hidden", "extra", "rows", "threads"), SECTOR_ROWS)
 def test_column_scales_in_groups_up_to_16_take_rows_that_fill_a_sector_up_to_512_threads(ops, dtype, hidden, extra, rows, threads):
     """schedule.sector_rows: 8 rows' fp32 scales fill a 32-byte sector; a block takes as many of them as
-    its rows' threads (the one-row plan's each) allow up to 512, on the route of many tokens, and stages
-    them (quant_fp8.staged_scales); below 1025 tokens one row a block."""
+    its rows' threads (the one-row plan's each, or a short row's own) allow up to 512, on the route of many
+    tokens, and stages them (quant_fp8.staged_scales); below 1025 tokens one row a block."""
     spec = KernelSpec.model_validate({"name": "k", "dtype": dtype, "hidden": hidden, "op": ops, **extra})
     *few, many = plan(spec, "k.toml").routes
     s = many.schedule
