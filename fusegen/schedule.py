@@ -1572,7 +1572,8 @@ def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int, sta
 # again with none of them in flight, which is the stall the stream exists to hide. The fit above had no such
 # row writing only FP8 (its add chains wrote residual_out). The seven of perf/probe111–112 ran faster as the
 # fragment program on both cards (H100 1.02–1.48 ×, H200 1.02–1.78 ×: fp32 add → LayerNorm → FP8 g256 5120
-# 0.57 → 1.01 × copy); perf/probe118 holds the rule out on 20 fresh streams.
+# 0.57 → 1.01 × copy); held out on 20 fresh streams (perf/probe118, an H100) it ran 1.053 × the stream in
+# geometric mean, faster on all 20 (1.01–1.63 ×).
 # The stream's threads: the fewest powers of two from four warps (one per scheduler) that give each at
 # most 56 values in whole 16-byte vectors; the winners held 32–56, and at 64 a thread (bf16 LayerNorm
 # 8192 on 128 threads) the stream ran 0.82 against the fragment program's 0.92. Where no power of two holds
