@@ -18,11 +18,12 @@ echo "build exit $? at $((SECONDS - start)) s"
 python3 scripts/gpu_hunt.py check "$draw" > "$work/hunt-check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s: $(grep -c ': ok$' "$work/hunt-check.log") ok"
 grep -v ': ok$' "$work/hunt-check.log" | head -20
+cp "$work/hunt-check.log" "$out/"  # kept if the call's limit cuts the benches short
 python3 -m fusegen bench "$draw/specs" --tokens 8 --sweep-tokens --baselines-up-to 1 --no-host-cost \
     --tuning "$work/no-tuning.json" --out-dir "$work/wide" > "$work/wide.log" 2>&1
 echo "wide bench exit $? at $((SECONDS - start)) s"
 tar -czf "$out/all.tgz" -C "$work" .
-cp "$work/wide/bench.md" "$work/hunt-check.log" "$out/" 2>/dev/null
+cp "$work/wide/bench.md" "$out/" 2>/dev/null
 left=$((budget - (SECONDS - start) - 10))
 if ((left > 30)); then  # `timeout 0` would mean no limit at all
     timeout "$left" python3 -m fusegen bench "$draw/specs" --tokens 256 --baselines compile \
