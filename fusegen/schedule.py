@@ -1949,24 +1949,24 @@ def short_rows(spec: KernelSpec, one_row: Schedule, waits: RowWaits, one_row_str
 SECTOR_ROWS_MAX_THREADS = 512
 
 
-def sector_rows(spec: KernelSpec, one_row: Schedule) -> Schedule | None:
+def sector_rows(spec: KernelSpec, planned: Schedule) -> Schedule | None:
     """The fragment schedule of several rows a block that a chain with an output stored in short column-major
-    runs takes over `one_row` (the fragment schedule the planner's route of many tokens would otherwise run:
+    runs takes over `planned` (the fragment schedule the planner's route of many tokens would otherwise run:
     one row a block, or short_rows' few, each on threads of its own): the most rows, up to what the op asks
-    (ops.Op.sector_rows) in a power of two, whose threads (each row on as many as in `one_row`) number at
-    most SECTOR_ROWS_MAX_THREADS; None where that is no more rows than `one_row` has, or the hints pin the
+    (ops.Op.sector_rows) in a power of two, whose threads (each row on as many as in `planned`) number at
+    most SECTOR_ROWS_MAX_THREADS; None where that is no more rows than `planned` has, or the hints pin the
     layout."""
     hints = spec.schedule
     context = chain_context(spec)
     wanted = [asked for op in spec.op if (asked := REGISTRY[op.kind].sector_rows(op, context))]
-    if not wanted or one_row.rows_share_threads or one_row.row_split > 1 or one_row.vector_elems == 1 or _row_layout_pinned(hints):
+    if not wanted or planned.rows_share_threads or planned.row_split > 1 or planned.vector_elems == 1 or _row_layout_pinned(hints):
         return None
     rows, why = max(wanted)
-    row_threads = one_row.threads // one_row.block_m
-    block_m = one_row.block_m
+    row_threads = planned.threads // planned.block_m
+    block_m = planned.block_m
     while block_m < rows and 2 * block_m * row_threads <= SECTOR_ROWS_MAX_THREADS:
         block_m *= 2
-    if block_m == one_row.block_m:
+    if block_m == planned.block_m:
         return None
     capped = f" (not {rows}: at most {SECTOR_ROWS_MAX_THREADS} threads a block)" if block_m < rows else ""
     why = f"{block_m} rows a block{capped}, each on {row_threads} threads, staged in shared memory: {why}"
