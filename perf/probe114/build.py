@@ -87,6 +87,20 @@ def write_specs(old_tree: Path, seed: int, count: int) -> None:
     shutil.copy(ROOT / "perf/probe113/draw/specs/hunt_5501_007.toml", HERE / "specs")
 
 
+def unhinted_pairs(old_tree: Path, seed: int, count: int, here: Path, prefix: str, most: int = MOST_SPECS, also=()) -> None:
+    """A later probe's held-out pairs: of the first `count` unhinted draws of `seed` (hints and token counts dropped,
+    as a user's new spec), those this tree plans otherwise than `old_tree`, at most `most` spread evenly, beside the
+    spec files `also`, written to here/specs and built as NAME_old and NAME_new in here/kernels."""
+    rng = random.Random(seed)
+    drawn = [{k: v for k, v in draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
+    indices = moved(old_tree, drawn)
+    print(f"seed {seed}: {len(indices)} of {count} draws planned otherwise")
+    write(drawn, indices, most, here / "specs", f"{prefix}_{seed}")
+    for path in also:
+        shutil.copy(ROOT / path, here / "specs")
+    build_pairs([tomllib.loads(p.read_text()) for p in sorted((here / "specs").glob("*.toml"))], old_tree, ROOT, here / "kernels")
+
+
 def main_build(old_tree: Path) -> None:
     for specs, kernels in ((HERE / "specs", HERE / "kernels"), (HERE / "specs_few", HERE / "kernels/few")):
         build_pairs([tomllib.loads(p.read_text()) for p in sorted(specs.glob("*.toml"))], old_tree, ROOT, kernels)

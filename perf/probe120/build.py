@@ -7,15 +7,13 @@ user's new spec).
     .venv/bin/python perf/probe120/build.py /tmp/oldtree SEED COUNT
 
 plans the first COUNT draws under OLD_TREE and this tree, writes those whose routes differ (at most 40, spread
-evenly) to perf/probe120/specs, and builds each as NAME_old and NAME_new in perf/probe120/kernels (probe114's draw
-and pair helpers)."""
+evenly) to perf/probe120/specs, and builds each as NAME_old and NAME_new in perf/probe120/kernels (probe114's
+unhinted_pairs)."""
 
 from __future__ import annotations
 
 import importlib.util
-import random
 import sys
-import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,18 +21,5 @@ _spec = importlib.util.spec_from_file_location("probe114_build", HERE.parent / "
 probe114 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(probe114)
 
-MOST_SPECS = 40
-
-
-def main(old_tree: Path, seed: int, count: int) -> None:
-    rng = random.Random(seed)
-    drawn = [{k: v for k, v in probe114.draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
-    indices = probe114.moved(old_tree, drawn)
-    print(f"seed {seed}: {len(indices)} of {count} draws planned otherwise")
-    probe114.write(drawn, indices, MOST_SPECS, HERE / "specs", f"share_{seed}")
-    specs = [tomllib.loads(p.read_text()) for p in sorted((HERE / "specs").glob("*.toml"))]
-    probe114.build_pairs(specs, old_tree, probe114.ROOT, HERE / "kernels")
-
-
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+    probe114.unhinted_pairs(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), HERE, "share")
