@@ -67,7 +67,7 @@ def moved(old_tree: Path, drawn: list[dict], new_tree: Path = ROOT) -> list[int]
 
 
 def write(drawn: list[dict], indices: list[int], most: int, directory: Path, prefix: str) -> None:
-    directory.mkdir(parents=True)
+    directory.mkdir(parents=True, exist_ok=True)  # a committed draw is written again as it was
     for i in indices[:: max(1, len(indices) // most)][:most]:
         spec = dict(drawn[i], name=f"{prefix}_{i:04d}")
         (directory / f"{spec['name']}.toml").write_text(dump(spec))

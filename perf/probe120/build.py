@@ -4,7 +4,7 @@ SHORT_ROWS_BLOCK_BYTES). Held out on unhinted draws of the random-spec test (hin
 user's new spec).
 
     git worktree add /tmp/oldtree 1bc50dd
-    .venv/bin/python perf/probe120/build.py /tmp/oldtree SEED COUNT
+    .venv/bin/python perf/probe120/build.py /tmp/oldtree SEED COUNT      # in a tree with rule.patch applied (README)
 
 plans the first COUNT draws under OLD_TREE and this tree, writes those whose routes differ (at most 40, spread
 evenly) to perf/probe120/specs, and builds each as NAME_old and NAME_new in perf/probe120/kernels (probe114's
