@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
@@ -29,8 +29,8 @@ from .cuda_checks import Check, check_cuda
 from .emit import kernel_cu, render
 from .errors import ChainError, SpecError, UsageError
 from .locate import line_of
-from .model import FragmentOverStream, Plan, Route
-from .plan import PLANNER_ORIGIN, CompiledBound, over_stream_trial, plan
+from .model import Plan, Route
+from .plan import PLANNER_ORIGIN, CompiledBound, over_stream_trials, plan
 from .schedule import fragment_over_stream_blocks, ptxas_bound_trials
 from .spec import KernelSpec, load_spec, unreadable_reason
 from .strict import Strict
@@ -201,27 +201,32 @@ def _bounded(p: Plan, bounds: tuple[CompiledBound, ...]) -> Plan:
 
 def _fragments_over_streams(plans: list[Plan], trials: Path, jobs: int, verbose: bool) -> dict[int, Plan]:
     """By kernel index, the plans whose route of many tokens keeps the fragment program wide_stream's stream
-    replaced: each such kernel planned with the stream declined (plan.over_stream_trial), compiled, its launch
-    bounds tried as the build tries the planner's (_ptxas_bounds), and kept where ptxas holds more of it an SM
-    than the stream was measured against (schedule.fragment_over_stream_blocks)."""
-    declined = {index: trial for index, p in enumerate(plans) if (trial := over_stream_trial(p)) is not None}
+    replaced: each such kernel planned with the stream declined (plan.over_stream_trials: on variant "fragment"'s
+    threads and on the stream's), compiled, its launch bounds tried as the build tries the planner's
+    (_ptxas_bounds), and the trial ptxas holds the most blocks of an SM kept where that is more than the stream
+    was measured against (schedule.fragment_over_stream_blocks); a tie keeps variant "fragment"'s threads."""
+    declined = [(index, trial) for index, p in enumerate(plans) for trial in over_stream_trials(p)]
     if not declined:
         return {}
-    trial_plans = list(declined.values())
+    trial_plans = [trial for _, trial in declined]
     compiled = _compiled_trials(trial_plans, trials / "declined", jobs, verbose)
     bounds = _ptxas_bounds(trial_plans, compiled, trials / "bounds", jobs, verbose)
     bounded = {number: _bounded(trial_plans[number], found) for number, found in bounds.items()}
     for number, programs in zip(bounded, _compiled_trials(list(bounded.values()), trials / "bounded", jobs, verbose)):
         compiled[number] = programs
-    kept = {}
-    for number, index in enumerate(declined):
+    best: dict[int, tuple[int, int, Resources]] = {}  # kernel index: (blocks, trial number, resources)
+    for number, (index, _) in enumerate(declined):
         candidate = bounded.get(number, trial_plans[number])
         many = next(n for n, served in enumerate(candidate.programs) if candidate.primary in served)
         resources = compiled[number][many][1] if compiled[number] else None
         blocks = resources and fragment_over_stream_blocks(candidate.schedule, resources.registers, resources.stack_bytes)
-        if blocks:
-            over_stream = FragmentOverStream(blocks, resources.registers)
-            kept[index] = plan(KernelSpec.model_validate(candidate.spec), candidate.spec_file, (), bounds.get(number, ()), over_stream)
+        if blocks and blocks > best.get(index, (0,))[0]:
+            best[index] = (blocks, number, resources)
+    kept = {}
+    for index, (blocks, number, resources) in best.items():
+        candidate = bounded.get(number, trial_plans[number])
+        over_stream = replace(candidate.fragment_over_stream, blocks=blocks, registers=resources.registers)
+        kept[index] = plan(KernelSpec.model_validate(candidate.spec), candidate.spec_file, (), bounds.get(number, ()), over_stream)
     shutil.rmtree(trials, ignore_errors=True)
     return kept
 

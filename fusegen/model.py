@@ -477,11 +477,13 @@ class Route(TokenRange):
 @dataclass(frozen=True)
 class FragmentOverStream:
     """The route of many tokens planned with wide_stream's stream declined: the fragment program it replaced, as
-    variant "fragment" plans it. `blocks` an SM at `registers` a thread is what ptxas compiled it to, which
-    kept it (schedule.fragment_over_stream_blocks); both None while the build compiles it to weigh."""
+    variant "fragment" plans it, or on the stream's own `threads` where those differ (None: variant "fragment"'s
+    count). `blocks` an SM at `registers` a thread is what ptxas compiled it to, which kept it
+    (schedule.fragment_over_stream_blocks); both None while the build compiles it to weigh."""
 
     blocks: int | None = None
     registers: int | None = None
+    threads: int | None = None
 
 
 @dataclass(frozen=True)

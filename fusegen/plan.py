@@ -35,6 +35,7 @@ from .schedule import (
     FEW_TOKENS,
     FINE_SPLIT_TOKENS,
     STREAM_MIN_TOKENS,
+    THREADS_HINT_REASON,
     WAVE_TOKENS,
     WIDE_STREAM_MAX_FRAGMENT_BLOCKS,
     choose_schedule,
@@ -502,7 +503,10 @@ def plan(
                 raise
             tuned = ()
     if routes is None:
-        routes = tuple(_compiled_bound(route, bounds) for route in _planner_routes(spec if over_stream is None else _fragment_hinted(spec)))
+        routes = tuple(
+            _compiled_bound(route, bounds)
+            for route in (_planner_routes(spec) if over_stream is None else _over_stream_routes(spec, over_stream))
+        )
         if over_stream is not None:
             routes = routes[:-1] + (_kept_over_stream(routes[-1], over_stream),)
     stages = routes[-1].stages
@@ -529,8 +533,21 @@ def plan(
     )
 
 
-def _fragment_hinted(spec: KernelSpec) -> KernelSpec:
-    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment"})})
+def _fragment_hinted(spec: KernelSpec, **hints) -> KernelSpec:
+    return spec.model_copy(update={"schedule": spec.schedule.model_copy(update={"variant": "fragment", **hints})})
+
+
+def _over_stream_routes(spec: KernelSpec, over_stream: FragmentOverStream) -> tuple[Route, ...]:
+    """Variant "fragment"'s routes, the route of many tokens on the stream's threads where `over_stream` names
+    them (the routes of fewer tokens keep their own rules' threads)."""
+    routes = _planner_routes(_fragment_hinted(spec))
+    if over_stream.threads is None:
+        return routes
+    many = _planner_routes(_fragment_hinted(spec, threads=over_stream.threads))[-1]
+    layout, *rest = many.schedule.reasons
+    why = f"the stream's {over_stream.threads} threads, on which the build weighs the fragment program too"
+    schedule = replace(many.schedule, reasons=(layout.replace(THREADS_HINT_REASON, why), *rest))
+    return routes[:-1] + (replace(many, first_tokens=routes[-1].first_tokens, schedule=schedule),)
 
 
 def _kept_over_stream(route: Route, over_stream: FragmentOverStream) -> Route:
@@ -546,13 +563,20 @@ def _kept_over_stream(route: Route, over_stream: FragmentOverStream) -> Route:
     return replace(route, schedule=replace(s, reasons=s.reasons + (why,)))
 
 
-def over_stream_trial(p: Plan) -> Plan | None:
+def over_stream_trials(p: Plan) -> tuple[Plan, ...]:
     """`p`'s kernel planned with wide_stream's stream declined on its route of many tokens, for the build to
-    compile and weigh (FragmentOverStream); None where that route is not such a stream or `p` is tuned."""
+    compile and weigh (FragmentOverStream): on variant "fragment"'s threads, and on the stream's where they differ
+    and hold the row; none where that route is not such a stream or `p` is tuned."""
     spec = KernelSpec.model_validate(p.spec)
     if any(r.origin != PLANNER_ORIGIN for r in p.routes) or not wide_streamed(spec, p.schedule):
-        return None
-    return plan(spec, p.spec_file, over_stream=FragmentOverStream())
+        return ()
+    fragment = plan(spec, p.spec_file, over_stream=FragmentOverStream())
+    if fragment.schedule.threads == p.schedule.threads:
+        return (fragment,)
+    try:
+        return (fragment, plan(spec, p.spec_file, over_stream=FragmentOverStream(threads=p.schedule.threads)))
+    except ChainError:  # the fragment program's values do not fit the stream's threads
+        return (fragment,)
 
 
 def _y_position(stages: tuple[Stage, ...]) -> int:
@@ -573,6 +597,8 @@ def plan_as_dict(p: Plan) -> dict:
                 del route["schedule"][added]
     if p.fragment_over_stream is None:
         del data["fragment_over_stream"]
+    elif p.fragment_over_stream.threads is None:  # on variant "fragment"'s threads, written as before the stream's were weighed
+        del data["fragment_over_stream"]["threads"]
     m = p.ledger_tokens
     fused, unfused = p.ledger.fused_bytes(m), p.ledger.unfused_bytes(m)
     data["ledger"]["at_tokens"] = {

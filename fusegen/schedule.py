@@ -145,6 +145,11 @@ def _why_not_16_byte_vectors(spec: KernelSpec, context, n: int, unit: str, row_t
     return f"16-byte vectors would hold more than {HARD_ELEMS_PER_THREAD} values a thread on every thread count tried"
 
 
+# A row layout on hinted threads ends its first reason so; the build's trial on a stream's threads
+# (plan.over_stream_trials) plans through the hint and says its own reason in its place.
+THREADS_HINT_REASON = "as the threads hint asks"
+
+
 def _row_schedule(
     spec: KernelSpec,
     block_m: int,
@@ -152,7 +157,7 @@ def _row_schedule(
     multiple: int,
     row_split: int = 1,
     split_by: str = "the row_split hint",
-    threads_by: str = "as the threads hint asks",
+    threads_by: str = THREADS_HINT_REASON,
     share_warps: bool = False,
     min_threads: int = WARP_THREADS,
     shared_threads: bool = False,
@@ -1701,7 +1706,13 @@ def wide_streamed(spec: KernelSpec, schedule: Schedule) -> bool:
 # WIDE_STREAM_MAX_FRAGMENT_BLOCKS of it without a spill the build would relax. On that H100 the fragment program
 # won at two to four compiled blocks as well (18 pairs, 3–14 %, and 1.38 and 2.28 × on two of 512 threads), where
 # the stream was fitted on the H200: those stay streams until an H200 times them (perf/probe112, whose 21 held-out
-# streams the fragment program also won on the H100, 1.170 × geometric mean).
+# streams the fragment program also won on the H100, 1.170 × geometric mean). Where the stream's threads are not
+# variant "fragment"'s, the build weighs the fragment program on them too and keeps the one an SM holds more of:
+# fp16 LayerNorm → per-token FP8 6144 holds four blocks on variant "fragment"'s 256 threads and six on the
+# stream's 128 (80 registers), which ran 1.17 × the stream on the H100 (perf/probe121) and 1.14 × on the H200
+# (perf/probe109); of 30 streams the build kept among 12000 unhinted draws one moved so (fp32 RMSNorm → RoPE →
+# FP8 7168, five blocks, 1.22 × on the H100), while on the other 29, where neither program holds more than four
+# blocks, the fragment program ran 0.87–1.20 × the stream on that card: the threshold stands.
 def fragment_over_stream_blocks(schedule: Schedule, registers: int, stack_bytes: int) -> int | None:
     """Blocks an SM holds of the fragment program `schedule` that wide_stream's stream replaced, as ptxas
     compiled it (`registers` a thread, a `stack_bytes` frame), where that is more than
