@@ -575,7 +575,7 @@ def over_stream_trials(p: Plan) -> tuple[Plan, ...]:
         return (fragment,)
     try:
         return (fragment, plan(spec, p.spec_file, over_stream=FragmentOverStream(threads=p.schedule.threads)))
-    except ChainError:  # the fragment program's values do not fit the stream's threads
+    except ChainError:  # no fragment program on the stream's threads (its values would not fit them)
         return (fragment,)
 
 

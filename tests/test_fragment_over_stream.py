@@ -15,8 +15,10 @@ import pytest
 from test_ptxas_bounds import fake_compiles
 
 from fusegen import build, checking, testing
+from fusegen import plan as plan_module
 from fusegen.compile import Resources
 from fusegen.emit import render
+from fusegen.errors import ChainError
 from fusegen.model import FragmentOverStream
 from fusegen.plan import over_stream_trials, plan, plan_as_dict
 from fusegen.schedule import PTXAS_SPILL_RELAX_BYTES, WIDE_STREAM_MAX_FRAGMENT_BLOCKS, fragment_over_stream_blocks, resident_blocks
@@ -91,6 +93,21 @@ def test_the_stream_s_own_threads_are_weighed_too_where_they_differ():
     assert "the stream's 128 threads" in layout and "hint" not in layout
     assert "threads" not in plan_as_dict(fragment)["fragment_over_stream"]  # plan.json as before the rule
     assert plan_as_dict(on_stream_threads)["fragment_over_stream"]["threads"] == 128
+
+
+def test_a_stream_s_threads_that_hold_no_fragment_program_leave_one_trial(monkeypatch):
+    """Never met on a draw (the stream holds at most 56 values a thread, fewer than a fragment program may), but
+    a planner rule that refused them must not fail the build: the fragment program on its own threads is weighed."""
+    routes = plan_module._over_stream_routes
+
+    def refusing(spec, over_stream):
+        if over_stream.threads is not None:
+            raise ChainError("schedule.threads", "no fragment program on these threads")
+        return routes(spec, over_stream)
+
+    monkeypatch.setattr(plan_module, "_over_stream_routes", refusing)
+    (trial,) = over_stream_trials(planned(LAYERNORM_FP8_STREAM_THREADS))
+    assert (trial.fragment_over_stream, trial.schedule.threads) == (FragmentOverStream(), 256)
 
 
 def fake_compiles_by_threads(monkeypatch, resources: dict[tuple[int, int], Resources]):
