@@ -214,19 +214,16 @@ def _fragments_over_streams(plans: list[Plan], trials: Path, jobs: int, verbose:
     bounded = {number: _bounded(trial_plans[number], found) for number, found in bounds.items()}
     for number, programs in zip(bounded, _compiled_trials(list(bounded.values()), trials / "bounded", jobs, verbose)):
         compiled[number] = programs
-    best: dict[int, tuple[int, int, Resources]] = {}  # kernel index: (blocks, trial number, resources)
+    kept = {}
     for number, (index, _) in enumerate(declined):
         candidate = bounded.get(number, trial_plans[number])
         many = next(n for n, served in enumerate(candidate.programs) if candidate.primary in served)
         resources = compiled[number][many][1] if compiled[number] else None
         blocks = resources and fragment_over_stream_blocks(candidate.schedule, resources.registers, resources.stack_bytes)
-        if blocks and blocks > best.get(index, (0,))[0]:
-            best[index] = (blocks, number, resources)
-    kept = {}
-    for index, (blocks, number, resources) in best.items():
-        candidate = bounded.get(number, trial_plans[number])
-        over_stream = replace(candidate.fragment_over_stream, blocks=blocks, registers=resources.registers)
-        kept[index] = plan(KernelSpec.model_validate(candidate.spec), candidate.spec_file, (), bounds.get(number, ()), over_stream)
+        held = kept[index].fragment_over_stream.blocks if index in kept else 0  # a tie keeps the earlier trial
+        if blocks and blocks > held:
+            over_stream = replace(candidate.fragment_over_stream, blocks=blocks, registers=resources.registers)
+            kept[index] = plan(KernelSpec.model_validate(candidate.spec), candidate.spec_file, (), bounds.get(number, ()), over_stream)
     shutil.rmtree(trials, ignore_errors=True)
     return kept
 

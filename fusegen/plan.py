@@ -543,11 +543,10 @@ def _over_stream_routes(spec: KernelSpec, over_stream: FragmentOverStream) -> tu
     routes = _planner_routes(_fragment_hinted(spec))
     if over_stream.threads is None:
         return routes
-    many = _planner_routes(_fragment_hinted(spec, threads=over_stream.threads))[-1]
+    many = _route(_fragment_hinted(spec, threads=over_stream.threads), routes[-1].first_tokens, None, PLANNER_ORIGIN)
     layout, *rest = many.schedule.reasons
     why = f"the stream's {over_stream.threads} threads, on which the build weighs the fragment program too"
-    schedule = replace(many.schedule, reasons=(layout.replace(THREADS_HINT_REASON, why), *rest))
-    return routes[:-1] + (replace(many, first_tokens=routes[-1].first_tokens, schedule=schedule),)
+    return routes[:-1] + (replace(many, schedule=replace(many.schedule, reasons=(layout.replace(THREADS_HINT_REASON, why), *rest))),)
 
 
 def _kept_over_stream(route: Route, over_stream: FragmentOverStream) -> Route:
