@@ -442,7 +442,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="?",
         const=QUICK_CANDIDATES,
         metavar="K",
-        help=f"time only K candidates: the planner's schedule, it under its two tightest launch bounds and on twice and half its threads, two holding 24 warps an SM, two streams holding the next row in registers, and those the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
+        help=f"time only K candidates: the planner's schedule, the programs a rule of the planner's or the build's replaced, it under its two tightest launch bounds and on twice and half its threads, two holding 24 warps an SM, two streams holding the next row in registers, and those the planner's rules rank highest (default K: {QUICK_CANDIDATES})",
     )
     tune.add_argument("--jobs", type=_at_least_one, default=None, help="parallel compilations (default: CPU count)")
     tune.add_argument(

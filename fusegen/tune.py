@@ -82,7 +82,8 @@ class Candidate:
     median_us: dict[int, float] = field(default_factory=dict)  # tokens -> µs
     # The program a planner rule replaced — the fragment program of a stream (variant auto streams some wide
     # rows: schedule.wide_stream, slower on 8 of the 28 specs it streamed in perf/probe17–18), one row a
-    # block where schedule.short_rows put several: quick times it.
+    # block where schedule.short_rows put several — or the planner's program as planned where the build's
+    # compile-time rules moved it (_with_build_replaced): quick times it.
     replaced_by_rule: bool = False
 
 
@@ -181,7 +182,23 @@ def as_built(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: P
     from .build import stage
 
     built = stage([found[0].plan for _, found in found_by_spec], scratch, jobs)
-    return [(spec, [Candidate(_concrete(b.plan.schedule), b.plan), *found[1:]]) for (spec, found), b in zip(found_by_spec, built)]
+    return [(spec, _with_build_replaced(found, b.plan)) for (spec, found), b in zip(found_by_spec, built)]
+
+
+def _with_build_replaced(found: list[Candidate], built: Plan) -> list[Candidate]:
+    """`found` with the planner's program as `fusegen build` built it first; where the build's compile-time
+    rules moved it (a launch bound lowered for a spill or raised for residency, the fragment program kept over
+    a stream), the program as planned follows, a program a rule replaced. Those rules decide on a threshold
+    (schedule.PTXAS_SPILL_RELAX_BYTES, WIDE_STREAM_MAX_FRAGMENT_BLOCKS) that held-out rows straddle: lowered at
+    32 bytes spilled, three rows of perf/probe85 gained 6–11 % and one lost 3 %, and fp16 LayerNorm → rescale →
+    RoPE → FP8 24576 ran 0.74 × copy on the one block it was lowered to, 0.95 on 384 threads keeping two
+    blocks and the same 32-byte spill (perf/probe122, H100). A candidate equal to the built program is the
+    same program: timed once."""
+    own = Candidate(_concrete(built.schedule), built)
+    if [_concrete(r.schedule) for r in built.routes] == [_concrete(r.schedule) for r in found[0].plan.routes]:
+        return [own, *found[1:]]
+    as_planned = replace(found[0], replaced_by_rule=True)
+    return [own, as_planned, *(c for c in found[1:] if c.hints != own.hints)]
 
 
 # `fusegen tune --quick` times the planner's own schedule and the candidates these rules rank highest.
@@ -337,8 +354,8 @@ def _split_on_twice_threads(found: list[Candidate]) -> list[Candidate]:
 
 
 def quick_candidates(found: list[Candidate], count: int = QUICK_CANDIDATES) -> list[Candidate]:
-    """The planner's own schedule (always timed: the winner must beat it), the program a rule of its
-    replaced, its tightest launch bounds (_tight_bounds), its schedule on twice and on half the threads (_scaled_threads),
+    """The planner's own schedule (always timed: the winner must beat it), the programs a rule of its or the
+    build's replaced, its tightest launch bounds (_tight_bounds), its schedule on twice and on half the threads (_scaled_threads),
     two programs of 24 warps an SM (_full_sm), two streams with the next row in registers (_register_rings), its
     few-token parts on twice the threads where a thread holds many vectors (_split_on_twice_threads)
     and the others rank_key puts first up to `count`, taken from each variant in turn: which variant wins

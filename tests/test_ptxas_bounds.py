@@ -196,7 +196,27 @@ def test_tune_times_the_planners_program_as_the_build_bounds_it(tmp_path):
     ((_, timed),) = as_built([(spec, found)], tmp_path, 1)
     assert found[0].plan.schedule.blocks_per_sm == 1
     assert timed[0].plan.schedule.blocks_per_sm == timed[0].hints["blocks_per_sm"] == 3
-    assert timed[1:] == found[1:]
+    # The program as planned, which the build's bound replaced, is timed too; the same bound hinted is the built program.
+    assert timed[1].plan is found[0].plan and timed[1].replaced_by_rule
+    assert timed[2:] == [c for c in found[1:] if c.hints != timed[0].hints]
+
+
+def test_tune_times_the_program_as_planned_where_the_build_moved_its_bound():
+    """Where the build lowered a spilling bound (or raised one), the planner's program under its own bound is a
+    program a rule replaced: the full search and quick both time it, once, after the program as built."""
+    from fusegen.tune import _with_build_replaced, candidates, quick_candidates
+
+    spec = KernelSpec.model_validate(ROPE_FP8_SPILLED)
+    found = candidates(spec)
+    many = found[0].plan.programs[-1][0].first_tokens
+    lowered = build._bounded(found[0].plan, (CompiledBound(many, 1, 80, 56, 96),))
+    timed = _with_build_replaced(found, lowered)
+    assert [c.plan.schedule.blocks_per_sm for c in timed[:2]] == [1, 2]
+    assert timed[1].plan is found[0].plan and timed[1].replaced_by_rule
+    assert len({json.dumps(c.hints, sort_keys=True) for c in timed}) == len(timed)
+    assert quick_candidates(timed)[:2] == timed[:2]
+    # Built as planned: nothing replaced, nothing added.
+    assert _with_build_replaced(found, found[0].plan) == found
 
 
 def test_fusegen_load_builds_the_bound_and_finds_it_again(tmp_path, monkeypatch):
