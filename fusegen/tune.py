@@ -182,22 +182,25 @@ def as_built(found_by_spec: list[tuple[KernelSpec, list[Candidate]]], scratch: P
     from .build import stage
 
     built = stage([found[0].plan for _, found in found_by_spec], scratch, jobs)
-    return [(spec, _with_build_replaced(found, b.plan)) for (spec, found), b in zip(found_by_spec, built)]
+    return [(spec, _with_build_replaced(spec, found, b.plan)) for (spec, found), b in zip(found_by_spec, built)]
 
 
-def _with_build_replaced(found: list[Candidate], built: Plan) -> list[Candidate]:
+def _with_build_replaced(spec: KernelSpec, found: list[Candidate], built: Plan) -> list[Candidate]:
     """`found` with the planner's program as `fusegen build` built it first; where the build's compile-time
     rules moved it (a launch bound lowered for a spill or raised for residency, the fragment program kept over
     a stream), the program as planned follows, a program a rule replaced. Those rules decide on a threshold
     (schedule.PTXAS_SPILL_RELAX_BYTES, WIDE_STREAM_MAX_FRAGMENT_BLOCKS) that held-out rows straddle: lowered at
     32 bytes spilled, three rows of perf/probe85 gained 6–11 % and one lost 3 %, and fp16 LayerNorm → rescale →
     RoPE → FP8 24576 ran 0.74 × copy on the one block it was lowered to, 0.95 on 384 threads keeping two
-    blocks and the same 32-byte spill (perf/probe122, H100). A candidate equal to the built program is the
-    same program: timed once."""
+    blocks and the same 32-byte spill (perf/probe122, H100). The program as planned is planned again from its
+    hints, as every candidate is: the build's rules leave a kernel's identity as it was, and two modules of one
+    identity serve one torch op, the newer's (runtime.register_ops), so the built program would time it. A
+    candidate equal to the built program is the same program: timed once."""
     own = Candidate(_concrete(built.schedule), built)
     if [_concrete(r.schedule) for r in built.routes] == [_concrete(r.schedule) for r in found[0].plan.routes]:
         return [own, *found[1:]]
-    as_planned = replace(found[0], replaced_by_rule=True)
+    hinted = spec.model_copy(update={"schedule": ScheduleHints.model_validate({**spec.schedule.model_dump(), **found[0].hints})})
+    as_planned = Candidate(found[0].hints, plan(hinted, "<tune>"), replaced_by_rule=True)
     return [own, as_planned, *(c for c in found[1:] if c.hints != own.hints)]
 
 

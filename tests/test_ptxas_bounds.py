@@ -197,8 +197,9 @@ def test_tune_times_the_planners_program_as_the_build_bounds_it(tmp_path):
     assert found[0].plan.schedule.blocks_per_sm == 1
     assert timed[0].plan.schedule.blocks_per_sm == timed[0].hints["blocks_per_sm"] == 3
     # The program as planned, which the build's bound replaced, is timed too; the same bound hinted is the built program.
-    assert timed[1].plan is found[0].plan and timed[1].replaced_by_rule
+    assert timed[1].hints == found[0].hints and timed[1].replaced_by_rule
     assert timed[2:] == [c for c in found[1:] if c.hints != timed[0].hints]
+    assert len({c.plan.identity for c in timed}) == len(timed)
 
 
 def test_tune_times_the_program_as_planned_where_the_build_moved_its_bound():
@@ -210,13 +211,16 @@ def test_tune_times_the_program_as_planned_where_the_build_moved_its_bound():
     found = candidates(spec)
     many = found[0].plan.programs[-1][0].first_tokens
     lowered = build._bounded(found[0].plan, (CompiledBound(many, 1, 80, 56, 96),))
-    timed = _with_build_replaced(found, lowered)
+    timed = _with_build_replaced(spec, found, lowered)
     assert [c.plan.schedule.blocks_per_sm for c in timed[:2]] == [1, 2]
-    assert timed[1].plan is found[0].plan and timed[1].replaced_by_rule
+    assert timed[1].hints == found[0].hints and timed[1].replaced_by_rule
+    assert [r.schedule.blocks_per_sm for r in timed[1].plan.routes][-1] == 2
     assert len({json.dumps(c.hints, sort_keys=True) for c in timed}) == len(timed)
+    # Each candidate a torch op of its own: one identity's modules all run the newest one imported.
+    assert len({c.plan.identity for c in timed}) == len(timed)
     assert quick_candidates(timed)[:2] == timed[:2]
     # Built as planned: nothing replaced, nothing added.
-    assert _with_build_replaced(found, found[0].plan) == found
+    assert _with_build_replaced(spec, found, found[0].plan) == found
 
 
 def test_fusegen_load_builds_the_bound_and_finds_it_again(tmp_path, monkeypatch):
