@@ -796,6 +796,36 @@ def test_the_report_gives_ptxas_registers_and_names_a_spill(work, monkeypatch, c
     assert printed.count("ptxas spilled") == len(spilled)
 
 
+def test_a_tuning_winner_that_spills_is_named_one(work, monkeypatch, capsys):
+    """A spill in a program `fusegen tune` chose was timed with the spill: the line says so, and sends the
+    reader to no other schedule (the tune timed them)."""
+    from fusegen.spec import parse_spec
+    from fusegen.tuning import BUCKETS, BucketWinner, GpuWinners, TuningTable, WinnerHints, save_table, with_winners
+
+    untuned = SPILLING_SPEC.split("[schedule]")[0]
+    (work / "specs" / "spilling_stream.toml").write_text(untuned)
+    streamed = WinnerHints.model_validate({"variant": "stream", "block_m": 1, "threads": 128, "blk_k": "auto", "prefetch": True})
+    measured = {"date": "2026-12-06T00:00:00+00:00", "commit": "abc1234"}
+    buckets = [
+        BucketWinner(
+            first_tokens=b.first_tokens,
+            last_tokens=b.last_tokens,
+            measured_at=b.measured_at,
+            hints=streamed,
+            median_us=1.0,
+            planner_median_us=1.1,
+            candidates=3,
+        )
+        for b in BUCKETS
+    ]
+    table = with_winners(TuningTable(), parse_spec(untuned, "x.toml"), "Test GPU", GpuWinners(measured=measured, buckets=buckets))
+    save_table(work / "tuned.json", table)
+    monkeypatch.chdir(work)
+    assert cli.main([*build_args("specs/spilling_stream.toml"), "--tuning", "tuned.json", "--gpu", "Test GPU"]) == 0
+    spilled = [line for line in capsys.readouterr().out.splitlines() if "ptxas spilled" in line]
+    assert spilled and all(line.endswith("correct; a tuning winner, timed as it is, spill and all") for line in spilled), spilled
+
+
 ADD_QUANT_SPEC = """\
 name = "add_quant"
 dtype = "float16"
