@@ -364,8 +364,15 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
         blk_k = min(tile * 2, -(-spec.hidden // tile) * tile)
     else:
         blk_k = blk_k_hint
-        if not isinstance(blk_k, int) or blk_k < 32 or blk_k % 32 or blk_k > spec.hidden:
-            raise ChainError("schedule.blk_k", f'must be "auto" or a multiple of 32 between 32 and hidden = {spec.hidden}, got {blk_k}')
+        # A chunk may pad the row as "auto"'s does (one chunk of two tiles over a row of more than one: 1024 columns
+        # over 768; one warp's vectors over a shorter row), so that a tuning winner that recorded it builds again.
+        widest = max(2 * spec.hidden - 1, WARP_THREADS * vector)
+        if not isinstance(blk_k, int) or blk_k < 32 or blk_k % 32 or blk_k > widest:
+            raise ChainError(
+                "schedule.blk_k",
+                f'must be "auto" or a multiple of 32 from 32 to {widest // 32 * 32} (under twice hidden, {spec.hidden}, or one '
+                f"warp's 16-byte vectors, {WARP_THREADS * vector}), got {blk_k}",
+            )
         threads = threads_hint or max(least, min(256, blk_k // vector))
     if threads % least:
         raise ChainError(

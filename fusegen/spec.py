@@ -88,7 +88,10 @@ class ScheduleHints(Strict):
         default="auto", json_schema_extra=described("Threads per block: a multiple of 32 from 32 to 1024. " + AUTO)
     )
     blk_k: Literal["auto"] | int = Field(
-        default="auto", json_schema_extra=described("splitk's chunk width: a multiple of 32 ≤ hidden. " + AUTO)
+        default="auto",
+        json_schema_extra=described(
+            "splitk's chunk width: a multiple of 32 under twice hidden (or up to one warp's 16-byte vectors). " + AUTO
+        ),
     )
     prefetch: Literal["auto"] | bool = Field(
         default="auto",

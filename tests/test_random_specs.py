@@ -663,3 +663,31 @@ def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
     valid = DRAWS - VIOLATIONS
     assert planned >= MIN_PLANNED * valid, f"only {planned} of {valid} valid draws planned; refused: {refused_by_planner} {replay}"
     assert compiled == COMPILED, replay
+
+
+TUNE_ROUND_TRIPS = 400
+
+
+def test_the_planners_schedule_given_back_as_hints_plans_to_itself():
+    """`fusegen tune` records each winner, the planner's own program too, as the hints of its route, and a tuned
+    `fusegen build` plans from those hints: every schedule the planner makes must come back from its own hints
+    (a splitk chunk the planner padded past the row was once refused as a hint, so the tuned build failed)."""
+    from fusegen.plan import plan
+    from fusegen.spec import ScheduleHints
+    from fusegen.tune import _concrete
+
+    rng, replay = seeded_draws()
+    for _ in range(TUNE_ROUND_TRIPS):
+        spec = draw_valid(rng)
+        spec.pop("tokens", None)
+        try:
+            checked = build_path(spec)
+        except SpecError:
+            continue
+        hints = _concrete(plan(checked, "random.toml").schedule)
+        given = checked.model_copy(update={"schedule": ScheduleHints.model_validate({**checked.schedule.model_dump(), **hints})})
+        try:
+            again = _concrete(plan(given, "random.toml").schedule)
+        except SpecError as exc:
+            raise AssertionError(f"{spec}: its own schedule {hints} refused as hints: {exc} {replay}") from exc
+        assert again == hints, f"{spec}: planned {hints}, from those hints {again} {replay}"
