@@ -358,9 +358,16 @@ def _splitk_schedule(spec: KernelSpec, block_m: int, threads_hint: int | None, b
     least = WARP_THREADS * block_m
     if blk_k_hint == "auto":
         threads = threads_hint or max(256, least)
-        while threads > least and threads // block_m * vector > spec.hidden:
+        while not threads_hint and threads > least and threads // block_m * vector > spec.hidden:
             threads //= 2
         tile = threads // block_m * vector
+        if threads > least and tile > spec.hidden:  # a hint: the planner's own count stops at the row's width
+            fitting = max(least, spec.hidden // vector * block_m // least * least)
+            raise ChainError(
+                "schedule.threads",
+                f"variant splitk reads a row {tile} columns a tile on {threads} threads ({vector}-element vectors), wider "
+                f'than the {spec.hidden}-column row: take at most {fitting} threads, or leave it "auto"',
+            )
         blk_k = min(tile * 2, -(-spec.hidden // tile) * tile)
     else:
         blk_k = blk_k_hint

@@ -668,13 +668,14 @@ def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
 TUNE_ROUND_TRIPS = 400
 
 
-def test_the_planners_schedule_given_back_as_hints_plans_to_itself():
-    """`fusegen tune` records each winner, the planner's own program too, as the hints of its route, and a tuned
-    `fusegen build` plans from those hints: every schedule the planner makes must come back from its own hints
-    (a splitk chunk the planner padded past the row was once refused as a hint, so the tuned build failed)."""
+def test_the_planners_routes_given_back_as_tuning_winners_plan_to_themselves():
+    """`fusegen tune` records each winner, the planner's own routes too, as the hints of a token range, and a
+    tuned `fusegen build` plans each range from those hints: every route the planner makes must come back from
+    its own hints (a splitk chunk the planner padded past the row was once refused as a hint, so the tuned build
+    failed)."""
     from fusegen.plan import plan
-    from fusegen.spec import ScheduleHints
     from fusegen.tune import _concrete
+    from fusegen.tuning import TunedRoute
 
     rng, replay = seeded_draws()
     for _ in range(TUNE_ROUND_TRIPS):
@@ -684,10 +685,10 @@ def test_the_planners_schedule_given_back_as_hints_plans_to_itself():
             checked = build_path(spec)
         except SpecError:
             continue
-        hints = _concrete(plan(checked, "random.toml").schedule)
-        given = checked.model_copy(update={"schedule": ScheduleHints.model_validate({**checked.schedule.model_dump(), **hints})})
+        routes = plan(checked, "random.toml").routes
+        winners = tuple(TunedRoute(r.first_tokens, r.last_tokens, _concrete(r.schedule), "test") for r in routes)
         try:
-            again = _concrete(plan(given, "random.toml").schedule)
+            again = plan(checked, "random.toml", winners).routes
         except SpecError as exc:
-            raise AssertionError(f"{spec}: its own schedule {hints} refused as hints: {exc} {replay}") from exc
-        assert again == hints, f"{spec}: planned {hints}, from those hints {again} {replay}"
+            raise AssertionError(f"{spec}: its own routes {winners} refused as tuning winners: {exc} {replay}") from exc
+        assert [_concrete(r.schedule) for r in again] == [w.hints for w in winners], f"{spec}: {winners} planned again as {again} {replay}"
