@@ -692,3 +692,36 @@ def test_the_planners_routes_given_back_as_tuning_winners_plan_to_themselves():
         except SpecError as exc:
             raise AssertionError(f"{spec}: its own routes {winners} refused as tuning winners: {exc} {replay}") from exc
         assert [_concrete(r.schedule) for r in again] == [w.hints for w in winners], f"{spec}: {winners} planned again as {again} {replay}"
+
+
+TUNED_BUILDS = 150
+
+
+def test_a_tuned_build_plans_what_tune_timed():
+    """Whichever of `fusegen tune`'s candidates wins each token bucket, the tuned build plans, at the count each
+    bucket was timed at, the program that won there: winners → tuning table → routes → plan."""
+    from fusegen.plan import plan
+    from fusegen.tune import _concrete, candidates, winners
+    from fusegen.tuning import BUCKETS, Measured, TuningTable, routes_for, with_winners
+
+    rng, replay = seeded_draws()
+    for _ in range(TUNED_BUILDS):
+        spec = draw_valid(rng)
+        spec.pop("tokens", None)
+        try:
+            checked = build_path(spec)
+        except SpecError:
+            continue
+        found = candidates(checked)
+        won = [rng.choice(found) for _ in BUCKETS]
+        for candidate in found:
+            candidate.median_us = {b.measured_at: 1.0 if candidate is winner else 10.0 for b, winner in zip(BUCKETS, won)}
+        table = with_winners(TuningTable(), checked, "Test GPU", winners(checked, found, Measured()))
+        try:
+            tuned = plan(checked, "random.toml", routes_for(table, checked, "Test GPU"))
+        except SpecError as exc:
+            raise AssertionError(f"{spec}: tune's winners {[c.hints for c in won]} refused: {exc} {replay}") from exc
+        for bucket, winner in zip(BUCKETS, won):
+            timed = _concrete(winner.plan.route_for(bucket.measured_at).schedule)
+            built = _concrete(tuned.route_for(bucket.measured_at).schedule)
+            assert built == timed, f"{spec} at {bucket.measured_at} tokens: tune timed {timed}, the tuned build plans {built} {replay}"
