@@ -668,6 +668,17 @@ def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
 TUNE_ROUND_TRIPS = 400
 
 
+def accepted_draws(rng: random.Random, count: int):
+    """(drawn spec, checked KernelSpec) for each of `count` draws, token counts dropped, that the build accepts."""
+    for _ in range(count):
+        spec = draw_valid(rng)
+        spec.pop("tokens", None)
+        try:
+            yield spec, build_path(spec)
+        except SpecError:
+            continue
+
+
 def test_the_planners_routes_given_back_as_tuning_winners_plan_to_themselves():
     """`fusegen tune` records each winner, the planner's own routes too, as the hints of a token range, and a
     tuned `fusegen build` plans each range from those hints: every route the planner makes must come back from
@@ -678,13 +689,7 @@ def test_the_planners_routes_given_back_as_tuning_winners_plan_to_themselves():
     from fusegen.tuning import TunedRoute
 
     rng, replay = seeded_draws()
-    for _ in range(TUNE_ROUND_TRIPS):
-        spec = draw_valid(rng)
-        spec.pop("tokens", None)
-        try:
-            checked = build_path(spec)
-        except SpecError:
-            continue
+    for spec, checked in accepted_draws(rng, TUNE_ROUND_TRIPS):
         routes = plan(checked, "random.toml").routes
         winners = tuple(TunedRoute(r.first_tokens, r.last_tokens, _concrete(r.schedule), "test") for r in routes)
         try:
@@ -705,13 +710,7 @@ def test_a_tuned_build_plans_what_tune_timed():
     from fusegen.tuning import BUCKETS, Measured, TuningTable, routes_for, with_winners
 
     rng, replay = seeded_draws()
-    for _ in range(TUNED_BUILDS):
-        spec = draw_valid(rng)
-        spec.pop("tokens", None)
-        try:
-            checked = build_path(spec)
-        except SpecError:
-            continue
+    for spec, checked in accepted_draws(rng, TUNED_BUILDS):
         found = candidates(checked)
         won = [rng.choice(found) for _ in BUCKETS]
         for candidate in found:
