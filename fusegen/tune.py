@@ -115,6 +115,11 @@ def _worth_timing(p: Plan) -> bool:
     return s.variant != "stream" or (s.elems_per_thread >= STREAM_MIN_ELEMS_PER_THREAD and (s.prefetch or not side_inputs))
 
 
+def _with_hints(spec: KernelSpec, hints: dict) -> KernelSpec:
+    """`spec` with `hints` over its schedule hints: a candidate's spec."""
+    return spec.model_copy(update={"schedule": ScheduleHints.model_validate({**spec.schedule.model_dump(), **hints})})
+
+
 def candidates(spec: KernelSpec) -> list[Candidate]:
     """Every distinct feasible schedule over the hints the spec leaves "auto"; the planner's own first, then
     where a rule of the planner's replaced one row a block (a stream, several rows), that program."""
@@ -160,10 +165,8 @@ def candidates(spec: KernelSpec) -> list[Candidate]:
         streamed = chosen.get("variant", spec.schedule.variant) == "stream"
         if chosen.get("ring") == "registers" and (not streamed or chosen.get("ring_slots", "auto") != "auto"):
             continue
-        hints = ScheduleHints.model_validate({**spec.schedule.model_dump(), **chosen})
-        variant = spec.model_copy(update={"schedule": hints})
         try:
-            p = plan(variant, "<tune>")
+            p = plan(_with_hints(spec, chosen), "<tune>")
         except ChainError:
             continue
         if not _worth_timing(p):
@@ -192,15 +195,14 @@ def _with_build_replaced(spec: KernelSpec, found: list[Candidate], built: Plan) 
     (schedule.PTXAS_SPILL_RELAX_BYTES, WIDE_STREAM_MAX_FRAGMENT_BLOCKS) that held-out rows straddle: lowered at
     32 bytes spilled, three rows of perf/probe85 gained 6–11 % and one lost 3 %, and fp16 LayerNorm → rescale →
     RoPE → FP8 24576 ran 0.74 × copy on the one block it was lowered to and 0.96 on its planned two, spill and
-    all (perf/probe122, H100). The program as planned is planned again from its
-    hints, as every candidate is: the build's rules leave a kernel's identity as it was, and two modules of one
-    identity serve one torch op, the newer's (runtime.register_ops), so the built program would time it. A
-    candidate equal to the built program is the same program: timed once."""
+    all (perf/probe122, H100). The program as planned is planned again from its hints, as every candidate is: the
+    build's rules leave a kernel's identity as it was, and two modules of one identity serve one torch op, the
+    newer's (runtime.register_ops), so the built program would time it. A candidate equal to the built program
+    is the same program: timed once."""
     own = Candidate(_concrete(built.schedule), built)
     if [_concrete(r.schedule) for r in built.routes] == [_concrete(r.schedule) for r in found[0].plan.routes]:
         return [own, *found[1:]]
-    hinted = spec.model_copy(update={"schedule": ScheduleHints.model_validate({**spec.schedule.model_dump(), **found[0].hints})})
-    as_planned = Candidate(found[0].hints, plan(hinted, "<tune>"), replaced_by_rule=True)
+    as_planned = Candidate(found[0].hints, plan(_with_hints(spec, found[0].hints), "<tune>"), replaced_by_rule=True)
     return [own, as_planned, *(c for c in found[1:] if c.hints != own.hints)]
 
 

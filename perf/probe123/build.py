@@ -81,7 +81,7 @@ def main() -> None:
     for name, (spilled, planned, down, writes_row) in lowered.items():
         spec = tomllib.loads((scan / "specs" / f"{name}.toml").read_text())
         (specs["old"] / f"{name}_old.toml").write_text(dump(dict(spec, name=f"{name}_old")))
-        as_planned = _concrete(probe_script("probe84").planned_route(spec).schedule)  # as `fusegen tune` times it
+        as_planned = _concrete(probe84.planned_route(spec).schedule)  # as `fusegen tune` times it
         assert as_planned["blocks_per_sm"] == planned, (name, as_planned)
         kept = dict(spec, name=f"{name}_new", schedule=dict(spec.get("schedule", {}), **as_planned))
         (specs["new"] / f"{name}_new.toml").write_text(dump(kept))
