@@ -3,8 +3,9 @@
 # `tar -xJf .device/built.tar.xz`): every NAME_new against its reference at every route's counts and edges
 # (scripts/gpu_hunt.py check over the new builds alone), then the unhinted pairs (changed only below 1025 tokens,
 # kernels/few) at each of FEW_TOKENS (default 8 256) and the hinted ones (kernels/time) at their sweep count, each
-# in interleaved rounds. PROBE=probe115, probe116 (sweep-count pairs only) or probe117 (few-token pairs only,
-# FEW_TOKENS="8 128 256"): the same call over that probe's pairs.
+# in interleaved rounds. JOBS: the check's workers (default 15; fewer where an 80 GB card runs out of memory, as
+# probe123's 24576-column rows did). PROBE=probe115, probe116 (sweep-count pairs only) or probe117 (few-token pairs
+# only, FEW_TOKENS="8 128 256"): the same call over that probe's pairs.
 set -u
 probe=${PROBE:-probe114}
 out=${OUT:-/tmp/$probe}
@@ -14,7 +15,7 @@ start=$SECONDS
 few=$([[ -d $k/few ]] && echo "${FEW_TOKENS:-8 256}")
 wide=$([[ -d $k/time ]] && echo yes)
 cp -r ${wide:+$k/time/kernels/*_new} ${few:+$k/few/time/kernels/*_new} /tmp/$probe-new/kernels/
-timeout "${CHECK_S:-150}" python3 scripts/gpu_hunt.py check /tmp/$probe-new --jobs 15 > "$out/check.log" 2>&1
+timeout "${CHECK_S:-150}" python3 scripts/gpu_hunt.py check /tmp/$probe-new --jobs "${JOBS:-15}" > "$out/check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s"; tail -1 "$out/check.log"; grep -A4 FAIL "$out/check.log" | cut -c1-300 | head -20
 for tokens in $few; do
     PROBE_TOKENS=$tokens timeout "${FEW_S:-60}" python3 perf/proto/probe_time.py $k/few/time/kernels "$out/few-$tokens.json" "${ROUNDS:-3}" \
