@@ -253,7 +253,7 @@ def _ptxas_bounds(
         for number, served in enumerate(p.programs):
             resources = compiled[number][1]
             for route in served if resources else ():
-                if counts := ptxas_bound_trials(spec, route.schedule, resources.registers, resources.stack_bytes):
+                if counts := ptxas_bound_trials(spec, route.schedule, resources.registers, resources.stack_bytes, writes_row=p.writes_row):
                     wanted.setdefault(index, []).append((route, resources, counts))
     attempts = []  # (kernel index, the attempt's plan)
     for index, routes in wanted.items():

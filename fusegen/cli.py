@@ -70,7 +70,7 @@ def cmd_build(args) -> int:
     from .build import BuildErrors, CompileFailure, build
     from .describe import output_notes
     from .plan import PLANNER_ORIGIN
-    from .schedule import PTXAS_SPILL_RELAX_BYTES
+    from .schedule import spill_kept
 
     try:
         tuning, tuning_used = _tuning(args)
@@ -113,13 +113,12 @@ def cmd_build(args) -> int:
         for index, (resources, routes) in enumerate(zip(b.resources, p.programs)):
             if resources and resources.stack_bytes:
                 # Correct either way: each spilled word goes through local memory. The build lowers a planner's
-                # bound ptxas meets only by spilling more than a few words; a few it keeps, as they ran faster
-                # than the block a lower bound gives up (schedule.PTXAS_SPILL_RELAX_BYTES). A tuning winner
-                # was timed as it is built.
+                # bound ptxas meets only by spilling; where the block a lower bound gives up ran faster than
+                # the spill cost, it keeps it (schedule.spill_kept). A tuning winner was timed as it is built.
                 if routes[0].origin != PLANNER_ORIGIN:
                     cost = "correct; a tuning winner, timed as it is, spill and all"
-                elif resources.stack_bytes < PTXAS_SPILL_RELAX_BYTES:
-                    cost = "correct; a few words, which ran faster than one block fewer; `fusegen tune` times other schedules"
+                elif kept := spill_kept(routes[0].schedule, resources.stack_bytes, p.writes_row):
+                    cost = f"correct; {kept}; `fusegen tune` times other schedules"
                 else:
                     cost = "correct, but slower; `fusegen tune` times other schedules"
                 print(

@@ -301,6 +301,12 @@ MAX_TOKENS = 2**31 - 1
 ROW_VARIANTS = ("fragment", "stream", "reread")
 
 
+def writes_activation_row(dtype: str, hidden: int, writes_y: bool, outputs: tuple[Tensor, ...] | list[Tensor]) -> bool:
+    """Whether a kernel writing `outputs` writes a full-width row in the activations' dtype (Y, residual_out)
+    besides any FP8: such stores keep the memory busy while a row waits at its reductions."""
+    return writes_y or any(t.dtype == dtype and t.shape[-1].size == hidden for t in outputs)
+
+
 @dataclass(frozen=True)
 class RowWaits:
     """What a fragment program's row waits on after its load, and what it writes, as its planned route
@@ -508,6 +514,10 @@ class Plan:
     # Where `fusegen build` kept the fragment program wide_stream's stream replaced on the route of many tokens
     # (build._fragments_over_streams); None where the planner's rules stand.
     fragment_over_stream: FragmentOverStream | None = None
+
+    @property
+    def writes_row(self) -> bool:
+        return writes_activation_row(self.dtype, self.hidden, self.writes_y, self.outputs)
 
     @property
     def primary(self) -> Route:

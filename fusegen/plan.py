@@ -29,6 +29,7 @@ from .model import (
     partial_buffers,
     rendered,
     staged_buffer,
+    writes_activation_row,
 )
 from .ops import REGISTRY
 from .schedule import (
@@ -158,7 +159,7 @@ def _route_by_waits(
         barriers=route.barriers_per_row,
         gathers=gathered_inputs(route.stages),
         after_gather=reductions_after_gather(route.stages),
-        writes_row=spec.writes_y or any(t.dtype == spec.dtype and t.shape[-1].size == spec.hidden for t in outputs),
+        writes_row=writes_activation_row(spec.dtype, spec.hidden, spec.writes_y, outputs),
         unstaged_rows=unstaged_rows(route.stages),
     )
     several = None if few_tokens else short_rows(spec, schedule, waits, route.schedule.variant == "stream")

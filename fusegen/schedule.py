@@ -1536,18 +1536,46 @@ PTXAS_BOUND_EXTRA_BLOCKS = 3
 # (fp32 RMSNorm → RoPE 24576 0.37 → 0.94, fp16 add → LayerNorm → FP8 24576 0.81 → 0.97), two slower by 3 and 5 %
 # at 32 and 40 bytes spilled.
 PTXAS_SPILL_RELAX_BYTES = 32
+# Except a fragment program bounded at two blocks whose kernel writes no row in the activations' dtype (only
+# FP8 and its scales): lowered to one, the SM loads nothing while its one row waits at each reduction, and no
+# stores of a Y or residual_out row fill those waits. Both of probe85's losses were such rows, and so was fp16
+# LayerNorm → rescale → RoPE → FP8 24576 (perf/probe122, H100: 0.74 × copy lowered, 0.96 on its two blocks).
+# Held out on the H100 (perf/probe123: every program the rule lowered among 420 fresh draws, against the
+# same code under its planned bound, 16384 tokens, bit-identical): FP8-only rows at 32–64 bytes spilled, nine,
+# **1.150 × geometric mean** kept at two blocks (0.984–1.368 ×); FP8-only rows at 80 bytes or more, twelve,
+# 0.767 × (lowering wins as it did); rows writing Y or residual_out, 13 at 32–184 bytes, 0.789 × (at 32–56
+# bytes, four, 0.856 ×), and the one FP8-only bound of four at 56 bytes 0.891 ×: lowered as before.
+PTXAS_SPILL_KEEP_TWO_BLOCKS_BYTES = 72
 
 
-def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int, stack_bytes: int = 0) -> tuple[int, ...]:
+def spill_kept(schedule: Schedule, stack_bytes: int, writes_row: bool) -> str:
+    """Why `fusegen build` keeps a planner's bound under which ptxas spilled `stack_bytes` a thread (the
+    kernel writing a row in the activations' dtype or not: `writes_row`), or "" where it lowers the bound
+    (ptxas_bound_trials)."""
+    if stack_bytes < PTXAS_SPILL_RELAX_BYTES:
+        return "a few words, which ran faster than one block fewer"
+    if (
+        schedule.variant == "fragment"
+        and schedule.blocks_per_sm == 2
+        and not writes_row
+        and stack_bytes < PTXAS_SPILL_KEEP_TWO_BLOCKS_BYTES
+    ):
+        return "two blocks an SM, which ran faster than one for a row that writes only FP8"
+    return ""
+
+
+def ptxas_bound_trials(spec: KernelSpec, schedule: Schedule, registers: int, stack_bytes: int = 0, *, writes_row: bool) -> tuple[int, ...]:
     """The launch bounds (blocks per SM) `fusegen build` compiles a planner's program under, where ptxas gave
-    it `registers` a thread and a `stack_bytes` frame under its own bound: a fragment or reread program that
-    spilled PTXAS_SPILL_RELAX_BYTES or more, under each fewer block; a fragment program of one row a block
-    that keeps fewer than FULL_SM_WARPS warps an SM, under one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it
-    holds, within the SM's limits. Empty where the rules leave the program as planned."""
+    it `registers` a thread and a `stack_bytes` frame under its own bound (the kernel writing a row in the
+    activations' dtype or not: `writes_row`): a fragment or reread program whose spill spill_kept does not keep,
+    under each fewer block; a fragment program of one row a block that keeps fewer than FULL_SM_WARPS warps an
+    SM, under one to PTXAS_BOUND_EXTRA_BLOCKS more blocks than it holds, within the SM's limits. Empty where
+    the rules leave the program as planned."""
     if spec.schedule.blocks_per_sm != "auto" or schedule.row_split > 1:
         return ()
     if stack_bytes >= PTXAS_SPILL_RELAX_BYTES and schedule.variant in ("fragment", "reread"):
-        return tuple(range((schedule.blocks_per_sm or 1) - 1, 0, -1))
+        kept = spill_kept(schedule, stack_bytes, writes_row)
+        return () if kept else tuple(range((schedule.blocks_per_sm or 1) - 1, 0, -1))
     if schedule.variant != "fragment" or schedule.block_m > 1:
         return ()
     held = max(schedule.blocks_per_sm or 1, resident_blocks(registers, schedule.threads))
