@@ -195,10 +195,10 @@ def _with_build_replaced(spec: KernelSpec, found: list[Candidate], built: Plan) 
     (schedule.spill_kept, WIDE_STREAM_MAX_FRAGMENT_BLOCKS) that held-out rows straddle: lowered at 32 bytes
     spilled, three rows of perf/probe85 gained 6–11 % and one lost 3 %, and fp16 LayerNorm → rescale → RoPE →
     FP8 24576 ran 0.74 × copy on the one block it was lowered to and 0.96 on its planned two, spill and all
-    (perf/probe122, H100; such rows, writing only FP8, now keep their two blocks: perf/probe123). The program as planned is planned again from its hints, as every candidate is: the
-    build's rules leave a kernel's identity as it was, and two modules of one identity serve one torch op, the
-    newer's (runtime.register_ops), so the built program would time it. A candidate equal to the built program
-    is the same program: timed once."""
+    (perf/probe122, H100; such rows, writing only FP8, now keep their two blocks: perf/probe123). The program as
+    planned is planned again from its hints, as every candidate is: the build's rules leave a kernel's identity
+    as it was, and two modules of one identity serve one torch op, the newer's (runtime.register_ops), so the
+    built program would time it. A candidate equal to the built program is the same program: timed once."""
     own = Candidate(_concrete(built.schedule), built)
     if [_concrete(r.schedule) for r in built.routes] == [_concrete(r.schedule) for r in found[0].plan.routes]:
         return [own, *found[1:]]

@@ -233,8 +233,7 @@ def test_the_build_lowers_a_bound_ptxas_spilled_under_and_says_why(tmp_path):
 
 def test_the_build_keeps_two_blocks_for_a_row_writing_only_fp8_that_spilled_a_little(tmp_path, capsys):
     """The real compile: ptxas meets the planner's two blocks of 512 threads by spilling under 72 bytes; the
-    kernel writes only FP8, so the build keeps them (one block fewer would spill nothing), and its line says
-    why the spill stays."""
+    kernel writes only FP8, so the build keeps them, and its line says why the spill stays."""
     from fusegen import cli
 
     logging.getLogger("tilelang").setLevel(logging.WARNING)
