@@ -28,6 +28,7 @@ BASELINES = ("eager", "compile", "compile_dynamic")
 HOST_TOKENS_MAX = 256  # up to here, host overhead per call is reported beside the GPU time
 HOST_COST_TOKENS = 8  # where a call's host cost against one aten op is measured: the GPU work is least there
 GRAPH_CALLS = 32
+GRAPH_ROUNDS = 30  # replays of each graph, one a round
 L2_MULTIPLE = 3  # rotate enough input sets to exceed the L2 this many times over
 MAX_SETS = 64
 COPY_BYTES = 1 << 30
@@ -61,8 +62,9 @@ def time_events(fn, arg_sets, warmup: int, reps: int) -> list[float]:
     return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
 
 
-def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
-    """Microseconds of GPU time per call from replays of a CUDA graph of `calls` back-to-back calls."""
+def captured_graph(fn, arg_sets, calls: int):
+    """A CUDA graph of `calls` back-to-back calls of `fn`, cycling through `arg_sets`, replayed once: its
+    first calls run on a side stream before the capture (what compiles or allocates on first use)."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -77,15 +79,43 @@ def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
             fn(*arg_sets[i % len(arg_sets)])
     graph.replay()
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / calls)
+    return graph
+
+
+def replay_us(graph, calls: int) -> float:
+    """Microseconds of GPU time per call of one replay of a graph of `calls` calls."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / calls
+
+
+def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
+    """Microseconds of GPU time per call from replays of a CUDA graph of `calls` back-to-back calls."""
+    graph = captured_graph(fn, arg_sets, calls)
+    return [replay_us(graph, calls) for _ in range(replays)]
+
+
+def time_graphs_together(graphs: dict, calls: int, rounds: int) -> dict[str, list[float]]:
+    """replay_us of several captured graphs measured in turn: each round replays every graph once, the order
+    rotated by one per round, so that a drift of the GPU within a run (its clocks, the L2 a previous kernel
+    left) moves every graph of a round alike and their ratios hold; `rounds` samples each."""
+    names = list(graphs)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in _rotated(names, round_):
+            samples[name].append(replay_us(graphs[name], calls))
     return samples
+
+
+def _rotated(names: list, round_: int) -> list:
+    """`names` begun at the round's place: each name leads once every len(names) rounds."""
+    turn = round_ % len(names)
+    return names[turn:] + names[:turn]
 
 
 def per_call_us(call, calls: int = 2000, rounds: int = 7, warmup: int = 200, synchronize=lambda: None) -> float:
@@ -106,7 +136,7 @@ def per_call_us_together(calls: dict, per_round: int = 2000, rounds: int = 15, w
     names = list(calls)
     samples: dict = {name: [] for name in names}
     for round_ in range(rounds):
-        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+        for name in _rotated(names, round_):
             call = calls[name]
             synchronize()
             start = time.perf_counter()
@@ -233,21 +263,26 @@ def bench_kernel(module, p, tokens: int, l2_bytes: int, progress, baselines) -> 
         "compile_dynamic": lambda: torch.compile(eager, dynamic=True),
     }
     impls = {"fusegen": module.kernel, **{b: makers[b]() for b in baselines}}
-    rows = []
     small = tokens <= HOST_TOKENS_MAX
+    graphs, hosts = {}, {}
     for impl, fn in impls.items():
         progress(f"{name} m={tokens} {impl}")
         try:
             # GPU time from graph replays at every size: timed one call at a time, a call shorter than
             # its own launch measures the host, not the kernel.
-            samples = time_graph(fn, arg_sets, calls=GRAPH_CALLS)
-            host = host_per_call(fn, arg_sets) if small else None
+            graphs[impl] = captured_graph(fn, arg_sets, GRAPH_CALLS)
+            hosts[impl] = host_per_call(fn, arg_sets) if small else None
         except Exception as exc:  # a baseline that cannot run here is reported, not fatal to the run
             print(f"\n{name} m={tokens} {impl}: not timed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
-            continue
+            graphs.pop(impl, None)
+    # Timed in turn, not one after another: torch.compile's own time for one kernel moved 6 % between two
+    # runs an hour apart, fusegen's at 8 tokens 13 % (docs/bench/few-h100-s63), so a drift within a run
+    # would otherwise land on whichever was timed second.
+    rows = []
+    for impl, samples in time_graphs_together(graphs, GRAPH_CALLS, GRAPH_ROUNDS).items():
         median, p10, p90 = _percentiles(samples)
         schedule = timed_schedule(p.route_for(tokens)) if impl == "fusegen" else ""
-        rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, host, schedule))
+        rows.append(Row(name, tokens, impl, median, p10, p90, bytes_moved, bytes_moved / (median * 1e-6) / 1e12, hosts[impl], schedule))
     return rows
 
 
