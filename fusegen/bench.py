@@ -106,7 +106,7 @@ def time_graphs_together(graphs: dict, calls: int, rounds: int) -> dict[str, lis
     left) moves every graph of a round alike and their ratios hold; `rounds` samples each."""
     names = list(graphs)
     samples: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(rounds):
+    for round_ in range(rounds if names else 0):  # none captured: nothing to time
         for name in _rotated(names, round_):
             samples[name].append(replay_us(graphs[name], calls))
     return samples

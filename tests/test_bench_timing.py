@@ -26,6 +26,7 @@ def test_graphs_timed_together_take_turns_and_each_keeps_its_own_samples(monkeyp
     samples = bench.time_graphs_together({"a": "graph a", "b": "graph b", "c": "graph c"}, calls=32, rounds=4)
     assert replayed == ["graph " + n for n in "abcbcacababc"]  # each leads once every three rounds
     assert samples == {"a": [1.0, 10.0, 100.0, 1000.0], "b": [2.0, 20.0, 200.0, 2000.0], "c": [3.0, 30.0, 300.0, 3000.0]}
+    assert bench.time_graphs_together({}, calls=32, rounds=4) == {}  # every implementation failed to capture
 
 
 def test_bench_kernel_times_what_it_captured_in_turn_and_reports_what_it_could_not(monkeypatch, capsys):
@@ -56,3 +57,20 @@ def test_bench_kernel_times_what_it_captured_in_turn_and_reports_what_it_could_n
     assert together == [({"fusegen": "graph of the kernel"}, bench.GRAPH_CALLS, bench.GRAPH_ROUNDS)]
     assert (row.impl, row.median_us, row.host_us_per_call, row.schedule) == ("fusegen", 2.0, 7.0, "the planner's program")
     assert row.tb_per_s == pytest.approx(8000 / 2e-6 / 1e12)
+
+
+def test_bench_kernel_with_nothing_captured_reports_it_and_gives_no_rows(monkeypatch, capsys):
+    module = SimpleNamespace(kernel=object(), reference=object())
+    plan = SimpleNamespace(name="k", ledger=SimpleNamespace(fused_bytes=lambda tokens: tokens), route_for=lambda tokens: None)
+    monkeypatch.setattr(bench, "input_sets", lambda module, moved, tokens, l2: [("inputs",)])
+    monkeypatch.setattr(bench, "host_per_call", lambda fn, sets: 7.0)
+    monkeypatch.setattr(bench, "replay_us", lambda graph, calls: pytest.fail("nothing was captured to replay"))
+
+    def captured_graph(fn, sets, calls):
+        raise RuntimeError("no GPU kernel image")
+
+    monkeypatch.setattr(bench, "captured_graph", captured_graph)
+    assert bench.bench_kernel(module, plan, 8, 50 << 20, lambda line: None, ("eager",)) == []
+    printed = capsys.readouterr().out
+    assert "k m=8 fusegen: not timed (RuntimeError: no GPU kernel image)" in printed
+    assert "k m=8 eager: not timed (RuntimeError: no GPU kernel image)" in printed
