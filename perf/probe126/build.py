@@ -7,14 +7,15 @@ also the full tune's winner of session 63, 192 threads and three blocks an SM), 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "perf/probe126"
-sys.path.insert(0, str(ROOT / "tests"))
+for sibling in ("tests", "perf/probe50"):
+    sys.path.insert(0, str(ROOT / sibling))
+from build_rules import build  # noqa: E402
 from test_injection import dump  # noqa: E402
 
 # (sweep spec, its variants: name suffix → schedule hints; "planner" takes none)
@@ -41,22 +42,7 @@ def main() -> None:
         for suffix, hints in variants.items():
             variant = dict(spec, name=f"{sweep_name}_{suffix}", **({"schedule": hints} if hints else {}))
             (specs / f"{variant['name']}.toml").write_text(dump(variant))
-    (HERE / "kernels/no-tuning.json").write_text("{}")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fusegen",
-            "build",
-            str(specs),
-            "--out",
-            str(HERE / "kernels/built"),
-            "--tuning",
-            str(HERE / "kernels/no-tuning.json"),
-        ],
-        cwd=ROOT,
-        check=True,
-    )
+    build(ROOT, specs.resolve(), (HERE / "kernels/built").resolve())
 
 
 if __name__ == "__main__":
