@@ -5,10 +5,13 @@
 # kernels/few) at each of FEW_TOKENS (default 8 256) and the hinted ones (kernels/time) at their sweep count, each
 # in interleaved rounds. JOBS: the check's workers (default 15; fewer where an 80 GB card runs out of memory, as
 # probe123's 24576-column rows did). PROBE=probe115, probe116 (sweep-count pairs only) or probe117 (few-token pairs
-# only, FEW_TOKENS="8 128 256"): the same call over that probe's pairs.
+# only, FEW_TOKENS="8 128 256"): the same call over that probe's pairs. A device call returns at most eight files
+# from $OUT (probe125's first call lost its pair tables to that), so $OUT gets check.log, each pairs table and
+# raw.tar.gz (the timings' json and logs).
 set -u
 probe=${PROBE:-probe114}
 out=${OUT:-/tmp/$probe}
+raw=$(mktemp -d)
 k=perf/$probe/kernels
 mkdir -p "$out" /tmp/$probe-new/kernels
 start=$SECONDS
@@ -18,14 +21,15 @@ cp -r ${wide:+$k/time/kernels/*_new} ${few:+$k/few/time/kernels/*_new} /tmp/$pro
 timeout "${CHECK_S:-150}" python3 scripts/gpu_hunt.py check /tmp/$probe-new --jobs "${JOBS:-15}" > "$out/check.log" 2>&1
 echo "check exit $? at $((SECONDS - start)) s"; tail -1 "$out/check.log"; grep -A4 FAIL "$out/check.log" | cut -c1-300 | head -20
 for tokens in $few; do
-    PROBE_TOKENS=$tokens timeout "${FEW_S:-60}" python3 perf/proto/probe_time.py $k/few/time/kernels "$out/few-$tokens.json" "${ROUNDS:-3}" \
-        > "$out/few-$tokens.log" 2>&1
+    PROBE_TOKENS=$tokens timeout "${FEW_S:-60}" python3 perf/proto/probe_time.py $k/few/time/kernels "$raw/few-$tokens.json" "${ROUNDS:-3}" \
+        > "$raw/few-$tokens.log" 2>&1
     echo "few at $tokens exit $? at $((SECONDS - start)) s"
-    python3 perf/probe106/pairs.py "$out/few-$tokens.json" | tee "$out/few-$tokens-pairs.txt" | tail -1
+    python3 perf/probe106/pairs.py "$raw/few-$tokens.json" | tee "$out/few-$tokens-pairs.txt" | tail -1
 done
 if [[ -n $wide ]]; then
-    timeout $((${BUDGET_S:-400} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/time/kernels "$out/time.json" "${ROUNDS:-3}" \
-        > "$out/time.log" 2>&1
+    timeout $((${BUDGET_S:-400} - (SECONDS - start))) python3 perf/proto/probe_time.py $k/time/kernels "$raw/time.json" "${ROUNDS:-3}" \
+        > "$raw/time.log" 2>&1
     echo "time exit $? at $((SECONDS - start)) s"
-    python3 perf/probe106/pairs.py "$out/time.json" | tee "$out/pairs.txt" | tail -1
+    python3 perf/probe106/pairs.py "$raw/time.json" | tee "$out/pairs.txt" | tail -1
 fi
+tar -czf "$out/raw.tar.gz" -C "$raw" .
