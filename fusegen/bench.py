@@ -94,7 +94,7 @@ def replay_us(graph, calls: int) -> float:
     return start.elapsed_time(end) * 1e3 / calls
 
 
-def time_graph(fn, arg_sets, calls: int = 64, replays: int = 30) -> list[float]:
+def time_graph(fn, arg_sets, calls: int = 64, replays: int = GRAPH_ROUNDS) -> list[float]:
     """Microseconds of GPU time per call from replays of a CUDA graph of `calls` back-to-back calls."""
     graph = captured_graph(fn, arg_sets, calls)
     return [replay_us(graph, calls) for _ in range(replays)]

@@ -101,6 +101,25 @@ def unhinted_pairs(old_tree: Path, seed: int, count: int, here: Path, prefix: st
     build_pairs([tomllib.loads(p.read_text()) for p in sorted((here / "specs").glob("*.toml"))], old_tree, ROOT, here / "kernels")
 
 
+def few_pairs(old_tree: Path, new_tree: Path, seed: int, count: int, here: Path, prefix: str, most: int) -> None:
+    """A few-token probe's pairs (perf/probe117, perf/probe125): the sweep specs `new_tree` plans otherwise than
+    `old_tree`, beside at most `most` of the first `count` unhinted draws of `seed` it plans otherwise (spread
+    evenly), written to here/specs_few and built as NAME_old and NAME_new in here/kernels/few (this probe's call
+    times them at few tokens)."""
+    directory = here / "specs_few"
+    sweep = [tomllib.loads(p.read_text()) for p in sorted((ROOT / "perf/sweep").glob("*.toml"))]
+    sweep_moved = moved(old_tree, sweep, new_tree)
+    print(f"sweep: {len(sweep_moved)} of {len(sweep)} specs planned otherwise")
+    rng = random.Random(seed)
+    drawn = [{k: v for k, v in draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
+    drawn_moved = moved(old_tree, drawn, new_tree)
+    print(f"seed {seed}: {len(drawn_moved)} of {count} draws planned otherwise")
+    write(drawn, drawn_moved, most, directory, f"{prefix}_{seed}")
+    for i in sweep_moved:
+        (directory / f"{sweep[i]['name']}.toml").write_text(dump(sweep[i]))
+    build_pairs([tomllib.loads(p.read_text()) for p in sorted(directory.glob("*.toml"))], old_tree, new_tree, here / "kernels/few")
+
+
 def main_build(old_tree: Path) -> None:
     for specs, kernels in ((HERE / "specs", HERE / "kernels"), (HERE / "specs_few", HERE / "kernels/few")):
         build_pairs([tomllib.loads(p.read_text()) for p in sorted(specs.glob("*.toml"))], old_tree, ROOT, kernels)

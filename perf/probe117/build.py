@@ -13,9 +13,7 @@ most 16 moved draws (spread evenly) to perf/probe117/specs_few, and builds each 
 from __future__ import annotations
 
 import importlib.util
-import random
 import sys
-import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,19 +25,7 @@ MOST_DRAWS = 16
 
 
 def main(old_tree: Path, new_tree: Path, seed: int, count: int) -> None:
-    directory = HERE / "specs_few"
-    sweep = [tomllib.loads(p.read_text()) for p in sorted((probe114.ROOT / "perf/sweep").glob("*.toml"))]
-    sweep_moved = probe114.moved(old_tree, sweep, new_tree)
-    print(f"sweep: {len(sweep_moved)} of {len(sweep)} specs planned otherwise")
-    rng = random.Random(seed)
-    drawn = [{k: v for k, v in probe114.draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
-    drawn_moved = probe114.moved(old_tree, drawn, new_tree)
-    print(f"seed {seed}: {len(drawn_moved)} of {count} draws planned otherwise")
-    probe114.write(drawn, drawn_moved, MOST_DRAWS, directory, f"wave_{seed}")
-    for i in sweep_moved:
-        (directory / f"{sweep[i]['name']}.toml").write_text(probe114.dump(sweep[i]))
-    specs = [tomllib.loads(p.read_text()) for p in sorted(directory.glob("*.toml"))]
-    probe114.build_pairs(specs, old_tree, new_tree, HERE / "kernels/few")
+    probe114.few_pairs(old_tree, new_tree, seed, count, HERE, "wave", MOST_DRAWS)
 
 
 if __name__ == "__main__":

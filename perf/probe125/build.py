@@ -15,9 +15,7 @@ tokens by perf/probe114/call.sh with PROBE=probe125)."""
 from __future__ import annotations
 
 import importlib.util
-import random
 import sys
-import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,19 +27,7 @@ MOST_DRAWS = 24
 
 
 def main(old_tree: Path, seed: int, count: int) -> None:
-    directory = HERE / "specs_few"
-    sweep = [tomllib.loads(p.read_text()) for p in sorted((probe114.ROOT / "perf/sweep").glob("*.toml"))]
-    sweep_moved = probe114.moved(old_tree, sweep)
-    print(f"sweep: {len(sweep_moved)} of {len(sweep)} specs planned otherwise")
-    rng = random.Random(seed)
-    drawn = [{k: v for k, v in probe114.draws.draw_valid(rng).items() if k not in ("schedule", "tokens")} for _ in range(count)]
-    drawn_moved = probe114.moved(old_tree, drawn)
-    print(f"seed {seed}: {len(drawn_moved)} of {count} draws planned otherwise")
-    probe114.write(drawn, drawn_moved, MOST_DRAWS, directory, f"wide_{seed}")
-    for i in sweep_moved:
-        (directory / f"{sweep[i]['name']}.toml").write_text(probe114.dump(sweep[i]))
-    specs = [tomllib.loads(p.read_text()) for p in sorted(directory.glob("*.toml"))]
-    probe114.build_pairs(specs, old_tree, probe114.ROOT, HERE / "kernels/few")
+    probe114.few_pairs(old_tree, probe114.ROOT, seed, count, HERE, "wide", MOST_DRAWS)
 
 
 if __name__ == "__main__":
