@@ -54,10 +54,13 @@ def main(build: Path, tokens: int) -> None:
     for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):
         families.setdefault(directory.name.rsplit("_", 1)[0], []).append(directory)
     for family, directories in families.items():
-        graphs, spans = {}, {}
+        # A graph holds raw pointers to its inputs, and each capture empties torch's cache: every family's
+        # input sets must outlive its graphs, or a replay reads memory given back to the driver.
+        graphs, spans, kept_sets = {}, {}, []
         for directory in directories:
             module = importlib.import_module(f"{build.name}.{directory.name}")
             sets = input_sets(module, ledger_bytes(directory, tokens), tokens, l2)
+            kept_sets.append(sets)
             impls = {directory.name.rsplit("_", 1)[1]: module.kernel}
             if directory.name.endswith("_planner"):
                 impls["compile"] = torch.compile(module.reference, dynamic=False)
