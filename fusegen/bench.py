@@ -64,7 +64,9 @@ def time_events(fn, arg_sets, warmup: int, reps: int) -> list[float]:
 
 def captured_graph(fn, arg_sets, calls: int):
     """A CUDA graph of `calls` back-to-back calls of `fn`, cycling through `arg_sets`, replayed once: its
-    first calls run on a side stream before the capture (what compiles or allocates on first use)."""
+    first calls run on a side stream before the capture (what compiles or allocates on first use). The graph
+    holds raw pointers to `arg_sets`' tensors and every capture empties torch's cache, so the caller keeps
+    them alive for as long as it replays the graph."""
     import torch
 
     stream = torch.cuda.Stream()

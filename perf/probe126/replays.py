@@ -54,8 +54,7 @@ def main(build: Path, tokens: int) -> None:
     for directory in sorted(p for p in build.iterdir() if (p / "plan.json").is_file()):
         families.setdefault(directory.name.rsplit("_", 1)[0], []).append(directory)
     for family, directories in families.items():
-        # A graph holds raw pointers to its inputs, and each capture empties torch's cache: every family's
-        # input sets must outlive its graphs, or a replay reads memory given back to the driver.
+        # Each family's input sets outlive its graphs (bench.captured_graph says why).
         graphs, spans, kept_sets = {}, {}, []
         for directory in directories:
             module = importlib.import_module(f"{build.name}.{directory.name}")
