@@ -477,9 +477,14 @@ def winners(spec: KernelSpec, found: list[Candidate], measured: Measured) -> Gpu
         chosen = best if best.median_us[at] < base * (1 - MARGIN) else planner
         # Where the planner wins, each of its own routes keeps its part of the bucket: its rules divide buckets
         # (1 KB row parts up to 8 tokens and 3 KB ones to 64; four warps a row to 256), and the one count timed
-        # says nothing against a route that did not run there. A candidate that wins runs the whole bucket.
-        routes = chosen.plan.routes if chosen is planner else [chosen.plan.route_for(at)]
-        for route, (first, last) in ((r, span) for r in routes if (span := _overlap(r, bucket))):
+        # says nothing against a route that did not run there. A candidate that wins runs the whole bucket, even
+        # where its own plan routes part of the bucket elsewhere (one route to 256 tokens, another past it): that
+        # other route never ran, and clipping to the timed one left counts no winner served.
+        if chosen is planner:
+            spans = [(r, span) for r in planner.plan.routes if (span := _overlap(r, bucket))]
+        else:
+            spans = [(chosen.plan.route_for(at), (bucket.first_tokens, bucket.last_tokens))]
+        for route, (first, last) in spans:
             chosen_by_bucket.append(
                 BucketWinner(
                     first_tokens=first,

@@ -623,7 +623,10 @@ def seeded_draws() -> tuple[random.Random, str]:
     """A generator for this run's draws (FUSEGEN_RANDOM_SPECS_SEED's seed, else a fresh one) and the words a failure
     message carries to replay it."""
     seed = int(os.environ.get("FUSEGEN_RANDOM_SPECS_SEED") or int.from_bytes(os.urandom(4), "little"))
-    return random.Random(seed), f"(seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
+    replay = f"(seed {seed}: FUSEGEN_RANDOM_SPECS_SEED={seed} replays this run)"
+    # Printed as well, since pytest shows a failed test's output: an error no assertion catches still names its seed.
+    print(replay)
+    return random.Random(seed), replay
 
 
 def test_random_specs_valid_accepted_broken_refused_by_key(tmp_path):
@@ -715,10 +718,10 @@ def test_a_tuned_build_plans_what_tune_timed():
         won = [rng.choice(found) for _ in BUCKETS]
         for candidate in found:
             candidate.median_us = {b.measured_at: 1.0 if candidate is winner else 10.0 for b, winner in zip(BUCKETS, won)}
-        table = with_winners(TuningTable(), checked, "Test GPU", winners(checked, found, Measured()))
         try:
+            table = with_winners(TuningTable(), checked, "Test GPU", winners(checked, found, Measured()))
             tuned = plan(checked, "random.toml", routes_for(table, checked, "Test GPU"))
-        except SpecError as exc:
+        except (SpecError, ValueError) as exc:
             raise AssertionError(f"{spec}: tune's winners {[c.hints for c in won]} refused: {exc} {replay}") from exc
         for bucket, winner in zip(BUCKETS, won):
             timed = _concrete(winner.plan.route_for(bucket.measured_at).schedule)

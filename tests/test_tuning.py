@@ -594,6 +594,40 @@ def test_the_planners_winner_is_recorded_as_each_of_its_routes_in_the_bucket():
     assert (first.first_tokens, first.last_tokens, first.hints.row_split) == (1, 64, 4)
 
 
+def test_a_candidate_whose_plan_routes_part_of_its_bucket_elsewhere_still_serves_the_whole_bucket():
+    """A candidate's own plan may route 1–256 tokens one way and more another; where it wins only the middle
+    bucket (timed at 256), its timed route serves all of 65–1024: clipped to its own 65–256, counts 257–1024 had no
+    winner and tune failed (a random CI draw)."""
+    from fusegen.tune import _concrete, winners
+
+    spec = KernelSpec.model_validate(
+        {
+            "name": "split_candidate",
+            "dtype": "bfloat16",
+            "hidden": 2048,
+            "op": [
+                {"kind": "add_residual"},
+                {"kind": "rmsnorm", "weight": True, "eps": 0.01},
+                {"kind": "quant_fp8", "group_size": 8, "fp8": "e5m2", "scale": "ue8m0", "scale_layout": "column"},
+            ],
+        }
+    )
+    middle = BUCKETS[1]
+    found = candidates(spec)
+    split = next(c for c in found[1:] if c.plan.route_for(middle.measured_at).last_tokens < middle.last_tokens)
+    for candidate in found:
+        candidate.median_us = {bucket.measured_at: 10.0 for bucket in BUCKETS}
+    found[0].median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
+    split.median_us[middle.measured_at] = 0.5
+    won = winners(spec, found, Measured())
+    served = [(b.first_tokens, b.last_tokens, b.median_us) for b in won.buckets if b.measured_at == middle.measured_at]
+    assert served == [(middle.first_tokens, middle.last_tokens, 0.5)]
+    tuned = plan(spec, "k.toml", routes_for(with_winners(TuningTable(), spec, GPU, won), spec, GPU))
+    timed = _concrete(split.plan.route_for(middle.measured_at).schedule)
+    for tokens in (middle.first_tokens, middle.measured_at, middle.last_tokens):
+        assert _concrete(tuned.route_for(tokens).schedule) == timed
+
+
 def planner_won_everywhere(spec: KernelSpec) -> tuple:
     """The planner's own plan of `spec`, and the plan a tuning file in which its schedule won every bucket gives."""
     from fusegen.tune import Candidate, _concrete, winners
