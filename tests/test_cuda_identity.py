@@ -125,12 +125,15 @@ def test_the_pinned_side_input_check_wants_no_restrict():
 
 def test_the_scale_check_wants_fmas_not_a_division():
     """quant_fp8's CUDA check "scale by fmas, no division" passes the golden quant kernel and fails it with
-    the scale written as the division nvcc compiles with a branch to its slow path."""
+    the scale written as the division nvcc compiles with a branch to its slow path; an integer division in an
+    index (the warps of a block row of 160 threads: a probe128 build failed the check on it) is no division."""
     source = (GOLDEN / QUANT_GOLDEN).read_text()
     step = next(line for line in source.splitlines() if "group_scale[i_3] = __fmaf_rn(" in line)
     divided = source.replace(step, "    group_scale[i_3] = (group_scale[i_3] / 0x1.cp+8f/*4.480000e+02*/);")
+    indexed = source.replace(step, f"    group_scale[0] = ((float*)row_amax_warps)[((((int)threadIdx.x) / 160) * 5)];\n{step}")
     assert quant_check_passes(source, "scale by fmas, no division")
     assert not quant_check_passes(divided, "scale by fmas, no division")
+    assert quant_check_passes(indexed, "scale by fmas, no division")
 
 
 def test_the_tile_loop_check_wants_each_statistics_pass_unrolled_and_the_finishing_pass_only_where_held():

@@ -605,6 +605,13 @@ def _proven_ties(name, q, rq, differs, oracle_rows) -> int:
     return checked.sum().item()
 
 
+def _outside_brackets(expression: str) -> str:
+    """`expression` with every bracketed index's contents dropped, innermost first."""
+    while (inner := re.sub(r"\[[^\[\]]*\]", "", expression)) != expression:
+        expression = inner
+    return expression
+
+
 def check_cuda(source: str, schedule: Schedule) -> list[Check]:
     paired = "__nv_cvt_float2_to_fp8x2" in source
     scalar = len(re.findall(r"__nv_cvt_float_to_fp8\(", source))
@@ -631,9 +638,10 @@ def check_cuda(source: str, schedule: Schedule) -> list[Check]:
     magnitudes = "fabsf(" in source
     negated = len(re.findall(r"max\([^;]*\(0x0p\+0f[^;]*- row\[", source))
     checks.append(Check("amax of |x|", magnitudes and not negated, f"fabsf: {magnitudes}, max(x, 0 - x) steps: {negated}"))
-    # The scale is the quotient by two fmas (_quotient): nvcc's division would bring back its branch.
+    # The scale is the quotient by two fmas (_quotient): nvcc's division would bring back its branch. An index's
+    # integer division (a block row's warps, threadIdx.x / 160, where its threads are no power of two) is none.
     fmas = len(re.findall(r"__fmaf_rn\(", source))
-    divisions = len(re.findall(r"group_scale\[[^\]]*\] = [^;]* / ", source))
+    divisions = sum(" / " in _outside_brackets(value) for value in re.findall(r"group_scale\[[^\]]*\] = ([^;]*);", source))
     checks.append(
         Check("scale by fmas, no division", fmas >= 2 and not divisions, f"fmas: {fmas}, divisions into group_scale: {divisions}")
     )
