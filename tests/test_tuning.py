@@ -614,7 +614,7 @@ def test_a_candidate_whose_plan_routes_part_of_its_bucket_elsewhere_still_serves
     )
     middle = BUCKETS[1]
     found = candidates(spec)
-    split = next(c for c in found[1:] if c.plan.route_for(middle.measured_at).last_tokens < middle.last_tokens)
+    split = next(c for c in found[1:] if (c.plan.route_for(middle.measured_at).last_tokens or middle.last_tokens) < middle.last_tokens)
     for candidate in found:
         candidate.median_us = {bucket.measured_at: 10.0 for bucket in BUCKETS}
     found[0].median_us = {bucket.measured_at: 1.0 for bucket in BUCKETS}
