@@ -15,8 +15,8 @@ divide the threads, norm.head_slice, which never cut it); quantisation groups st
 plans the first COUNT unhinted draws of the random-spec test under OLD_TREE and this tree, writes at most
 MOST_DRAWS of those planned otherwise (spread evenly) to perf/probe128/specs beside the lead rows (probe127's row,
 and the grid rows of wide heads specs/ holds as lead_*.toml), and builds each as NAME_old (OLD_TREE) and NAME_new
-(this tree), untuned, in perf/probe128/kernels/time/kernels; the same packages go to kernels/few/time/kernels, for the call's few-token
-timing (the rule moves routes of every count)."""
+(this tree), untuned, in perf/probe128/kernels/time/kernels; kernels/few/time/kernels links the same packages,
+for the call's few-token timing (the rule moves routes of every count)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,11 @@ LEADS = ("perf/probe127/draw/specs/hunt_6501_027.toml",)
 
 def main(old_tree: Path, seed: int, count: int) -> None:
     probe114.unhinted_pairs(old_tree, seed, count, HERE, "heads", MOST_DRAWS, LEADS)
+    # probe114's call times kernels/few/time/kernels at few tokens: the same packages, linked.
     few = HERE / "kernels/few/time"
     shutil.rmtree(few, ignore_errors=True)
     few.mkdir(parents=True)
-    shutil.copytree(HERE / "kernels/time/kernels", few / "kernels")
+    (few / "kernels").symlink_to("../../time/kernels", target_is_directory=True)
 
 
 if __name__ == "__main__":
