@@ -36,13 +36,17 @@ MOST_DRAWS = 30
 LEADS = ("perf/probe127/draw/specs/hunt_6501_027.toml",)
 
 
-def main(old_tree: Path, seed: int, count: int) -> None:
-    probe114.unhinted_pairs(old_tree, seed, count, HERE, "heads", MOST_DRAWS, LEADS)
-    # probe114's call times kernels/few/time/kernels at few tokens: the same packages, linked.
-    few = HERE / "kernels/few/time"
+def link_few(here: Path) -> None:
+    """probe114's call times kernels/few/time/kernels at few tokens: here, the same packages, linked."""
+    few = here / "kernels/few/time"
     shutil.rmtree(few, ignore_errors=True)
     few.mkdir(parents=True)
     (few / "kernels").symlink_to("../../time/kernels", target_is_directory=True)
+
+
+def main(old_tree: Path, seed: int, count: int) -> None:
+    probe114.unhinted_pairs(old_tree, seed, count, HERE, "heads", MOST_DRAWS, LEADS)
+    link_few(HERE)
 
 
 if __name__ == "__main__":

@@ -21,26 +21,27 @@ kernels/few/time/kernels links the same packages for the call's few-token timing
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("probe114_build", HERE.parent / "probe114/build.py")
-probe114 = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(probe114)
 
+
+def _sibling(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_build", HERE.parent / name / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+probe114, probe128 = _sibling("probe114"), _sibling("probe128")
 MOST_DRAWS = 30
-PROBE128 = HERE.parent / "probe128/specs"
 
 
 def main(old_tree: Path, seed: int, count: int) -> None:
-    leads = [path.relative_to(probe114.ROOT) for path in sorted(PROBE128.glob("*.toml"))]
+    leads = [path.relative_to(probe114.ROOT) for path in sorted((HERE.parent / "probe128/specs").glob("*.toml"))]
     probe114.unhinted_pairs(old_tree, seed, count, HERE, "tiles", MOST_DRAWS, leads)
-    few = HERE / "kernels/few/time"
-    shutil.rmtree(few, ignore_errors=True)
-    few.mkdir(parents=True)
-    (few / "kernels").symlink_to("../../time/kernels", target_is_directory=True)
+    probe128.link_few(HERE)
 
 
 if __name__ == "__main__":
